@@ -1,0 +1,44 @@
+# modelplane.serving: developer entry points. Every target bootstraps .venv itself.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+COLLECTIONS := .collections
+SPEC ?= examples/servingstack.yaml
+STAMP := $(VENV)/.installed
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: help venv plan test unit lint sanity bench demo deploy clean
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt tests/requirements.txt tools/install_collections.py
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python >= 3.11 is required")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r tests/requirements.txt
+	$(BIN)/python tools/install_collections.py $(COLLECTIONS)
+	touch $@
+
+venv: $(STAMP) ## Create .venv with every dependency and the collections.
+
+plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print its install plan.
+	$(BIN)/ansible-playbook playbooks/plan.yml -e servingstack_src=$(abspath $(SPEC))
+
+test: $(STAMP) ## Run every test: lint, unit, stand-in, playbooks, molecule default, benchmarks' smoke.
+	$(BIN)/python -m pytest
+
+unit: $(STAMP) ## Run the fast unit tests only.
+	$(BIN)/python -m pytest tests/unit
+
+lint: $(STAMP) ## ruff, yamllint and ansible-lint.
+	$(BIN)/python -m pytest tests/lint
+
+bench: $(STAMP) ## Run the benchmarks in tests/bench and print their ratios.
+	$(BIN)/python -m pytest tests/bench -s -p no:xdist -m bench
+
+clean: ## Remove the virtualenv, collections and caches.
+	rm -rf $(VENV) $(COLLECTIONS) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,212 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""The one table of serving-stack components.
+
+This is the only place that knows a component's charts, repositories, namespaces, version
+keys, stacks and dependencies. The plan (``plan.py``), the ``servingstack`` role (install
+order and teardown) and the tests all read it; nothing else repeats these facts.
+
+Facts come from ``shared/upstream/README.md`` (chart names, OCI references, namespaces) and
+from the ServingStack reference (version keys, stacks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STANDARD = "Standard"
+DYNAMO = "Dynamo"
+BOTH = frozenset({STANDARD, DYNAMO})
+
+# Every Helm release of ours is named mp-<chart>, so upgrades happen in place and a user's
+# own release of the same chart is never adopted by accident.
+RELEASE_PREFIX = "mp-"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One Helm chart a component installs, in the order listed."""
+
+    name: str
+    # Either an oci:// reference of the chart itself, or a classic repository URL.
+    ref: str
+    namespace: str
+    # Spec path of the version pin, or None when ``version`` is fixed by this collection.
+    version_key: str | None = None
+    version: str | None = None
+
+    @property
+    def release(self) -> str:
+        return RELEASE_PREFIX + self.name
+
+    @property
+    def is_oci(self) -> bool:
+        return self.ref.startswith("oci://")
+
+    @property
+    def chart_ref(self) -> str:
+        """What ``kubernetes.core.helm`` takes as ``chart_ref``."""
+        return self.ref if self.is_oci else self.name
+
+    @property
+    def repo_url(self) -> str | None:
+        """What ``kubernetes.core.helm`` takes as ``chart_repo_url`` (None for OCI)."""
+        return None if self.is_oci else self.ref
+
+
+@dataclass(frozen=True)
+class Component:
+    """A unit the plan orders: one role, its charts and the spec key that versions it."""
+
+    name: str  # the role that installs it: roles/<name>
+    title: str
+    namespace: str
+    version_key: str  # spec path of the component's version pin
+    stacks: frozenset[str] = BOTH
+    needs: tuple[str, ...] = ()
+    charts: tuple[Chart, ...] = ()
+    # Objects applied from manifests rather than charts, named for the plan and the docs.
+    manifests: tuple[str, ...] = field(default=())
+
+
+JETSTACK = "https://charts.jetstack.io"
+
+# Envoy AI Gateway v1.1.x is the release paired with Envoy Gateway v1.8.x (see versions.py);
+# it has no pin in the spec, so the collection fixes it here.
+AI_GATEWAY_VERSION = "v1.1.0"
+# The InferencePool CRD version Envoy AI Gateway v1.1 targets (GAIE v1.0.2, API v1).
+INFERENCE_EXTENSION_VERSION = "v1.0.2"
+
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        name="cert_manager",
+        title="cert-manager",
+        namespace="cert-manager",
+        version_key="versions.certManager",
+        charts=(Chart("cert-manager", JETSTACK, "cert-manager", "versions.certManager"),),
+    ),
+    Component(
+        name="trust_manager",
+        title="trust-manager",
+        # The trust namespace: Bundle sources must live here (app.trust.namespace).
+        namespace="cert-manager",
+        version_key="versions.trustManager",
+        needs=("cert_manager",),
+        charts=(Chart("trust-manager", JETSTACK, "cert-manager", "versions.trustManager"),),
+        manifests=("Bundle publishing the gateway CA certificate",),
+    ),
+    Component(
+        name="nfd",
+        title="Node Feature Discovery",
+        namespace="node-feature-discovery",
+        version_key="versions.nodeFeatureDiscovery",
+        charts=(
+            Chart(
+                "node-feature-discovery",
+                "oci://registry.k8s.io/nfd/charts/node-feature-discovery",
+                "node-feature-discovery",
+                "versions.nodeFeatureDiscovery",
+            ),
+        ),
+    ),
+    Component(
+        name="nvidia_dra",
+        title="NVIDIA DRA driver",
+        namespace="dra-driver-nvidia-gpu",
+        version_key="versions.nvidiaDraDriver",
+        # The kubelet plugin only lands on nodes NFD has labelled.
+        needs=("nfd",),
+        charts=(
+            Chart(
+                "dra-driver-nvidia-gpu",
+                "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
+                "dra-driver-nvidia-gpu",
+                "versions.nvidiaDraDriver",
+            ),
+        ),
+        manifests=("ResourceQuota for system-critical pods (nvidiaDriverRoot not /)",),
+    ),
+    Component(
+        name="envoy_gateway",
+        title="Envoy Gateway",
+        namespace="envoy-gateway-system",
+        version_key="versions.envoyGateway",
+        # The gateway's serving certificate and its CA are cert-manager objects.
+        needs=("cert_manager",),
+        charts=(
+            Chart(
+                "gateway-helm",
+                "oci://docker.io/envoyproxy/gateway-helm",
+                "envoy-gateway-system",
+                "versions.envoyGateway",
+            ),
+            Chart(
+                "ai-gateway-crds-helm",
+                "oci://docker.io/envoyproxy/ai-gateway-crds-helm",
+                "envoy-ai-gateway-system",
+                version=AI_GATEWAY_VERSION,
+            ),
+            Chart(
+                "ai-gateway-helm",
+                "oci://docker.io/envoyproxy/ai-gateway-helm",
+                "envoy-ai-gateway-system",
+                version=AI_GATEWAY_VERSION,
+            ),
+        ),
+        manifests=(
+            f"InferencePool CRD (Gateway API Inference Extension {INFERENCE_EXTENSION_VERSION})",
+            "EnvoyProxy, GatewayClass and Gateway",
+        ),
+    ),
+    Component(
+        name="lws",
+        title="LeaderWorkerSet",
+        namespace="lws-system",
+        version_key="standard.leaderWorkerSet",
+        stacks=frozenset({STANDARD}),
+        charts=(Chart("lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet"),),
+    ),
+    Component(
+        name="grove_kai",
+        title="Grove and the KAI Scheduler",
+        namespace="grove-system",
+        version_key="dynamo.grove",
+        stacks=frozenset({DYNAMO}),
+        charts=(
+            # KAI first: Grove hands a PodCliqueSet's gang scheduling to it.
+            Chart(
+                "kai-scheduler",
+                "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler",
+                "kai-scheduler",
+                "dynamo.kaiScheduler",
+            ),
+            Chart("grove-charts", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "grove-system", "dynamo.grove"),
+        ),
+        manifests=("KAI Queue for gang scheduling",),
+    ),
+    Component(
+        name="modelexpress",
+        title="ModelExpress",
+        namespace="modelexpress-system",
+        version_key="dynamo.modelExpress",
+        stacks=frozenset({DYNAMO}),
+        # No chart is published: the server is rendered from templates.
+        manifests=("ModelExpress CRDs, RBAC, Deployment and Service",),
+    ),
+    Component(
+        name="prometheus",
+        title="kube-prometheus-stack",
+        namespace="monitoring",
+        version_key="versions.prometheus",
+        charts=(
+            Chart(
+                "kube-prometheus-stack",
+                "https://prometheus-community.github.io/helm-charts",
+                "monitoring",
+                "versions.prometheus",
+            ),
+        ),
+    ),
+)
+
+BY_NAME: dict[str, Component] = {component.name: component for component in COMPONENTS}
