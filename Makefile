@@ -40,5 +40,12 @@ lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 bench: $(STAMP) ## Run the benchmarks in tests/bench and print their ratios.
 	$(BIN)/python -m pytest tests/bench -s -p no:xdist -m bench
 
+demo: $(STAMP) ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
+	SPEC=$(SPEC) tests/demo/run
+
+deploy: $(STAMP) ## Converge the real cluster SPEC's secrets name (TARGET_KUBECONFIG=path targets a cluster directly).
+	$(BIN)/ansible-playbook playbooks/site.yml -e servingstack_src=$(abspath $(SPEC)) \
+	  $(if $(TARGET_KUBECONFIG),-e servingstack_kubeconfig=$(abspath $(TARGET_KUBECONFIG)))
+
 clean: ## Remove the virtualenv, collections and caches.
 	rm -rf $(VENV) $(COLLECTIONS) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,72 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""The one shape every ServingStack problem takes: ``<path>: <problem>``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+# How many characters of a value a message may quote before it is shortened.
+QUOTE_LIMIT = 64
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a document, at a dotted path such as ``spec.gateway.listeners[1].port``."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+def quote(value: object) -> str:
+    """Render a value for a message: strings JSON-quoted, long ones shortened, containers summarised."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        text = value if len(value) <= QUOTE_LIMIT else value[: QUOTE_LIMIT - 1] + "…"
+        return json.dumps(text, ensure_ascii=False)
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dict):
+        return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return f"a {type(value).__name__}"
+
+
+def kind_of(value: object) -> str:
+    """The JSON kind of a value, as a message says it: a string, an integer, a boolean..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def join_path(parent: str, key: object) -> str:
+    """``spec`` + ``gateway`` -> ``spec.gateway``; ``spec.secrets`` + 1 -> ``spec.secrets[1]``."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return f"{parent}[{key}]"
+    text = str(key)
+    if not parent:
+        return text
+    return f"{parent}.{text}"
