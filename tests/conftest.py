@@ -12,3 +12,8 @@ UPSTREAM = SHARED / "upstream"
 
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
+
+# The Kubernetes API stand-in (a test double) and its fixtures: cluster, fresh_cluster, run_playbook.
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
+from standin.fixtures import cluster, fresh_cluster, run_playbook  # noqa: E402, F401

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 # How many characters of a value a message may quote before it is shortened.
@@ -32,6 +33,9 @@ def quote(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, str):
+        if "-----BEGIN" in value or "PRIVATE KEY" in value:
+            # PEM text is never echoed, wherever it was pasted: it may be a private key.
+            return "PEM text (not shown)"
         text = value if len(value) <= QUOTE_LIMIT else value[: QUOTE_LIMIT - 1] + "…"
         return json.dumps(text, ensure_ascii=False)
     if isinstance(value, int | float):
@@ -70,3 +74,21 @@ def join_path(parent: str, key: object) -> str:
     if not parent:
         return text
     return f"{parent}.{text}"
+
+
+def mismatch(value: object, expected: str) -> str:
+    """A type error: ``"80" is a string, not an integer``; ``expected a mapping, got a list``."""
+    if value is None:
+        return f"is null; expected {expected}"
+    if isinstance(value, str | int | float | bool):
+        return f"{quote(value)} is {kind_of(value)}, not {expected}"
+    return f"expected {expected}, got {kind_of(value)}"
+
+
+def _piece(text: str) -> tuple:
+    return (0, int(text), "") if text.isascii() and text.isdigit() else (1, 0, text)
+
+
+def sort_key(problem: Problem) -> tuple:
+    """Orders problems by path, with list indexes compared as numbers (``[2]`` before ``[10]``)."""
+    return tuple(_piece(part) for part in re.findall(r"[0-9]+|[^0-9]+", problem.path))

@@ -64,12 +64,16 @@ class Version:
         return text
 
 
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def _natural(text: str) -> tuple:
-    return tuple((0, int(piece)) if piece.isdigit() else (1, piece) for piece in _PIECES.findall(text))
+    return tuple((0, int(piece)) if _digits(piece) else (1, piece) for piece in _PIECES.findall(text))
 
 
 def _identifier_key(identifier: str) -> tuple:
-    if identifier.isdigit():
+    if _digits(identifier):
         # A bare number ranks after its own candidates (12-rc1 < 12).
         return (0, int(identifier), 1, ())
     candidate = _CANDIDATE.match(identifier)
@@ -105,10 +109,10 @@ def check_envoy_gateway(text: str) -> str | None:
     if (version.major, version.minor) == (1, 8) and version.release_key() >= release_key(ENVOY_GATEWAY_MINIMUM):
         return None
     return (
-        f"must be a v1.8.x Envoy Gateway release from {ENVOY_GATEWAY_MINIMUM}: Envoy AI Gateway v1.1.x is built on "
-        "Envoy Gateway v1.8.1 and tested with v1.8.x and Gateway API v1.5.x; older releases lack the Gateway API "
-        "CRDs (ListenerSet) and InferencePool backend support it needs, and v1.9.x is out of range until the AI "
-        "Gateway release that pairs with it"
+        f"is out of range: it must be a v1.8.x Envoy Gateway release from {ENVOY_GATEWAY_MINIMUM}: "
+        "Envoy AI Gateway v1.1.x is built on Envoy Gateway v1.8.1 and tested with v1.8.x and Gateway API v1.5.x; "
+        "older releases lack the Gateway API CRDs (ListenerSet) and InferencePool backend support it needs, "
+        "and v1.9.x is out of range until the AI Gateway release that pairs with it"
     )
 
 

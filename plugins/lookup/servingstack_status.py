@@ -1,0 +1,155 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Lookup plugin: a ServingStack's status.gateway, read from the target cluster."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: servingstack_status
+author: Modelplane engineers
+short_description: Read a serving stack's gateway address and CA certificate
+version_added: 0.1.0
+description:
+  - Reads the inference Gateway's first status address and, when the gateway has a hostname,
+    the PEM certificate of the CA that signed its serving certificate, from the target cluster.
+  - Returns the ServingStack C(status) shape (a C(gateway) mapping with C(address) and
+    C(caCertificate)), leaving out what is not known yet (an empty dict when nothing is).
+  - The CA comes from the ConfigMap trust-manager publishes (key C(ca.crt)); before that exists,
+    from the CA Secret's C(ca.crt). Only CERTIFICATE blocks are returned, never a key.
+  - Like every lookup it runs on the controller, so the cluster is given by O(kubeconfig), not by
+    a task's C(environment).
+options:
+  kubeconfig:
+    description:
+      - Path of the target cluster's kubeconfig.
+      - Empty uses C(KUBECONFIG) or C(~/.kube/config).
+    type: str
+    default: ""
+  context:
+    description: Kubeconfig context to use (empty for the current context).
+    type: str
+    default: ""
+  hostname:
+    description:
+      - The spec's C(gateway.hostname). The CA certificate is only read when it is set, since
+        without a hostname the gateway serves plain HTTP and has no CA.
+    type: str
+    default: ""
+  gateway_name:
+    description: Name of the Gateway (the C(envoy_gateway) role's C(envoy_gateway_gateway_name)).
+    type: str
+    default: inference-gateway
+  gateway_namespace:
+    description: Namespace of the Gateway (the Envoy Gateway component's namespace).
+    type: str
+    default: envoy-gateway-system
+  ca_name:
+    description: Name of both the CA Secret and the ConfigMap trust-manager publishes it to.
+    type: str
+    default: mp-gateway-ca
+  ca_configmap_namespace:
+    description: Namespace of the published CA ConfigMap (C(trust_manager_target_namespace)).
+    type: str
+    default: modelplane-system
+  ca_secret_namespace:
+    description: Namespace of the CA Secret (the trust namespace).
+    type: str
+    default: cert-manager
+requirements:
+  - kubernetes (Python client)
+"""
+
+EXAMPLES = r"""
+- name: Show where the gateway is reached.
+  ansible.builtin.debug:
+    msg: "{{ lookup('modelplane.serving.servingstack_status', kubeconfig='/tmp/target.kubeconfig') }}"
+
+- name: Include the gateway's CA certificate.
+  ansible.builtin.set_fact:
+    stack_status: >-
+      {{ lookup('modelplane.serving.servingstack_status', kubeconfig=target_kubeconfig,
+                hostname='west.inference.example.com') }}
+"""
+
+RETURN = r"""
+_raw:
+  description: One ServingStack status dict.
+  type: list
+  elements: dict
+  contains:
+    gateway:
+      description: Status of the inference gateway (absent when nothing is known yet).
+      type: dict
+      contains:
+        address:
+          description: The Gateway's first status address, once the load balancer assigned one.
+          type: str
+        caCertificate:
+          description: PEM certificate of the CA that signed the gateway's serving certificate.
+          type: str
+"""
+
+from typing import Any
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
+
+
+def _read(call: Any, *args: Any) -> dict[str, Any] | None:
+    """One GET; None when the object does not exist (yet)."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        result = call(*args)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise AnsibleLookupError(f"servingstack_status: reading the cluster failed: {error.status} {error.reason}") \
+            from None
+    return result if isinstance(result, dict) else result.to_dict()
+
+
+class LookupModule(LookupBase):
+    def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
+        self.set_options(var_options=variables, direct=kwargs)
+        try:
+            from kubernetes import client, config
+        except ImportError:
+            raise AnsibleLookupError("servingstack_status: the kubernetes Python client is required") from None
+        options = {name: self.get_option(name) for name in (
+            "kubeconfig", "context", "hostname", "gateway_name", "gateway_namespace", "ca_name",
+            "ca_configmap_namespace", "ca_secret_namespace")}
+        try:
+            api_client = config.new_client_from_config(
+                config_file=options["kubeconfig"] or None, context=options["context"] or None)
+        except Exception as error:  # config errors name the file, not its content
+            raise AnsibleLookupError(f"servingstack_status: cannot load the kubeconfig: {error}") from None
+        with api_client:
+            custom = client.CustomObjectsApi(api_client)
+            core = client.CoreV1Api(api_client)
+            gateway = _read(custom.get_namespaced_custom_object, "gateway.networking.k8s.io", "v1",
+                            options["gateway_namespace"], "gateways", options["gateway_name"])
+            ca = None
+            if options["hostname"]:
+                ca = status.ca_from_configmap(_read_raw(core.read_namespaced_config_map, options["ca_name"],
+                                                        options["ca_configmap_namespace"]))
+                if ca is None:
+                    ca = status.ca_from_secret(_read_raw(core.read_namespaced_secret, options["ca_name"],
+                                                         options["ca_secret_namespace"]))
+        return [status.gateway_status(status.gateway_address(gateway), ca)]
+
+
+def _read_raw(call: Any, name: str, namespace: str) -> dict[str, Any] | None:
+    """A core object as a plain dict with API field names (``data``), or None when absent."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        response = call(name, namespace, _preload_content=False)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise AnsibleLookupError(f"servingstack_status: reading {namespace}/{name} failed: {error.status}") from None
+    import json
+
+    return json.loads(response.data)

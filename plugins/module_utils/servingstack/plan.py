@@ -1,0 +1,97 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""The install plan: the components of a stack, in dependency order, with resolved versions.
+
+Everything comes from ``components.COMPONENTS``; this module only orders and resolves.
+``build_plan`` takes a *defaulted* spec (``spec.validate(...).manifest["spec"]`` or
+``spec.defaulted_spec(...)``).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import (
+    COMPONENTS,
+    Chart,
+    Component,
+)
+
+
+def resolve(spec: dict, key: str) -> object:
+    """The value at a dotted spec path such as ``versions.certManager`` (None when absent)."""
+    node: object = spec
+    for part in key.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def order(components: tuple[Component, ...] | list[Component]) -> list[Component]:
+    """Topological order by ``needs``, ties broken by table order.
+
+    Raises ValueError on a need outside ``components`` or a cycle (a unit test runs this over every stack,
+    so a broken table fails the tests, not a run).
+    """
+    names = [component.name for component in components]
+    by_name = {component.name: component for component in components}
+    for component in components:
+        unknown = [need for need in component.needs if need not in by_name]
+        if unknown:
+            raise ValueError(f"component {component.name} needs {', '.join(unknown)}, which is not in the plan")
+    placed: list[Component] = []
+    done: set[str] = set()
+    while len(placed) < len(components):
+        ready = next(
+            (name for name in names if name not in done and all(need in done for need in by_name[name].needs)),
+            None,
+        )
+        if ready is None:
+            stuck = [name for name in names if name not in done]
+            raise ValueError(f"components {', '.join(stuck)} need each other (a cycle)")
+        placed.append(by_name[ready])
+        done.add(ready)
+    return placed
+
+
+def components_for(stack: str) -> list[Component]:
+    """The components of ``stack`` in install order."""
+    return order([component for component in COMPONENTS if stack in component.stacks])
+
+
+def release_entry(chart: Chart, spec: dict) -> dict:
+    """One Helm release of a component, as the roles pass it to kubernetes.core.helm."""
+    version = resolve(spec, chart.version_key) if chart.version_key else chart.version
+    return {
+        "release": chart.release,
+        "chart": chart.name,
+        "chart_ref": chart.chart_ref,
+        "chart_repo_url": chart.repo_url,
+        "version": version,
+        "namespace": chart.namespace,
+        "version_key": chart.version_key,
+    }
+
+
+def component_entry(component: Component, spec: dict) -> dict:
+    """One component of the plan, with its versions resolved from the defaulted spec."""
+    return {
+        "name": component.name,
+        "role": f"modelplane.serving.{component.name}",
+        "title": component.title,
+        "namespace": component.namespace,
+        "version_key": component.version_key,
+        "version": resolve(spec, component.version_key),
+        "needs": list(component.needs),
+        "releases": [release_entry(chart, spec) for chart in component.charts],
+        "manifests": list(component.manifests),
+    }
+
+
+def build_plan(spec: dict) -> list[dict]:
+    """The ordered components to install for ``spec["stack"]`` (a defaulted spec)."""
+    return [component_entry(component, spec) for component in components_for(spec["stack"])]
+
+
+def teardown_order(plan: list[dict]) -> list[dict]:
+    """The plan in the order to remove it: dependents first."""
+    return list(reversed(plan))

@@ -1,0 +1,102 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""What the cluster's Helm releases are, read from helm 3's own records, and which of ours differ.
+
+Helm 3 keeps each release revision in a Secret ``sh.helm.release.v1.<name>.v<revision>`` (type
+``helm.sh/release.v1``, label ``owner=helm``) whose ``data.release`` is base64(base64(gzip(JSON))).
+Reading them with one list call lets the ``helm_release`` role skip ``helm`` entirely for releases
+that already run the wanted chart version with the wanted values: the same comparison
+``kubernetes.core.helm`` makes (``helm list`` chart + ``helm get values``), without a helm process
+per release.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import re
+from typing import Any
+
+# "<chart>-<version>" as helm list prints it: the version starts at the first "-<digits>.".
+_CHART_VERSION = re.compile(r"^(?P<chart>.+?)-(?P<version>v?\d+\.\d+\.\d+.*)$")
+
+
+def decode_release(data: str) -> dict[str, Any]:
+    """The release JSON from a Secret's ``data.release`` (as the API returns it: base64 of base64)."""
+    raw = base64.b64decode(base64.b64decode(data))
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw)
+
+
+def _normal(values: Any) -> Any:
+    """Values as helm stores them: JSON types, no None for 'no values'."""
+    return json.loads(json.dumps(values or {}, sort_keys=True, default=str))
+
+
+def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per release (its latest revision): name, namespace, revision, status, chart, version, config.
+
+    Secrets that are not helm release records, or do not decode, are skipped.
+    """
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for secret in secrets or []:
+        if secret.get("type", "helm.sh/release.v1") != "helm.sh/release.v1":
+            continue
+        data = (secret.get("data") or {}).get("release")
+        if not data:
+            continue
+        try:
+            release = decode_release(data)
+        except (binascii.Error, OSError, ValueError, EOFError):
+            continue
+        metadata = (release.get("chart") or {}).get("metadata") or {}
+        record = {
+            "name": release.get("name"),
+            "namespace": release.get("namespace") or (secret.get("metadata") or {}).get("namespace"),
+            "revision": int(release.get("version") or 0),
+            "status": (release.get("info") or {}).get("status", ""),
+            "chart": metadata.get("name", ""),
+            "version": metadata.get("version", ""),
+            "config": _normal(release.get("config")),
+        }
+        key = (record["namespace"], record["name"])
+        if key not in latest or latest[key]["revision"] < record["revision"]:
+            latest[key] = record
+    return sorted(latest.values(), key=lambda record: (record["namespace"], record["name"]))
+
+
+def chart_of(listed: str) -> str:
+    """``cert-manager`` from helm list's ``cert-manager-v1.21.1``."""
+    match = _CHART_VERSION.match(listed)
+    return match.group("chart") if match else listed
+
+
+def _same_version(have: str, want: str) -> bool:
+    return have == want or have.lstrip("v") == str(want).lstrip("v")
+
+
+def changes(releases: list[dict[str, Any]], values: dict[str, Any], found: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which of ``releases`` (plan entries) need helm, and which foreign releases share their charts.
+
+    Returns ``{"todo": [entry + values + installed], "conflicts": ["ns/name (chart c, ours is ns/name)"]}``.
+    A release needs helm unless it is deployed, under our name and namespace, at the wanted chart
+    version, with exactly the wanted values.
+    """
+    by_key = {(record["namespace"], record["name"]): record for record in found}
+    todo: list[dict[str, Any]] = []
+    conflicts: list[str] = []
+    for release in releases:
+        wanted = _normal(values.get(release["release"]))
+        current = by_key.get((release["namespace"], release["release"]))
+        if not (current and current["status"] == "deployed" and current["chart"] == release["chart"]
+                and _same_version(current["version"], release["version"]) and current["config"] == wanted):
+            todo.append({**release, "values": wanted, "installed": bool(current)})
+        for record in found:
+            if record["chart"] == release["chart"] and record["name"] != release["release"] \
+                    and not record["status"].startswith("uninstall"):
+                conflicts.append(f"{record['namespace']}/{record['name']} (chart {record['chart']}, ours is "
+                                 f"{release['namespace']}/{release['release']})")
+    return {"todo": todo, "conflicts": conflicts}

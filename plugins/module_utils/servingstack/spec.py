@@ -1,0 +1,381 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Validate and default a whole ServingStack manifest.
+
+``validate(manifest)`` never raises: whatever it is given (None, a list, an int, odd YAML), it
+returns a ``Validation`` whose ``errors`` hold every problem found, each ``<path>: <problem>``
+naming the value and the rule it breaks, and whose ``manifest`` is a defaulted deep copy when
+there are no errors.
+
+Decisions beyond the reference, each enforced here (and in the CRD where a schema can say it):
+
+* ``metadata.namespace`` defaults to ``default`` for a manifest read from a file or given inline
+  (a live object always has one). Each ``spec.secrets[].namespace`` defaults to that namespace.
+* Unknown fields are errors at every level, with a "did you mean" hint for near misses.
+* A null value counts as absent (the API server prunes nulls before defaulting).
+* Listener ports are unique: Gateway API treats listeners that share a port as conflicted
+  (same protocol: indistinct; HTTP and TCP on one port: every listener on it is conflicted).
+* Pins for the other stack (``standard.*`` on Dynamo, ``dynamo.*`` on Standard) are reported in
+  ``ignored`` and only type- and length-checked; the version rules apply to the pins in use.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import ipaddress
+import re
+from dataclasses import dataclass, field
+
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import pem, versions
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import (
+    Problem,
+    join_path,
+    mismatch,
+    quote,
+    sort_key,
+)
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import (
+    API_VERSION,
+    DYNAMO,
+    KIND,
+    KUBECONFIG,
+    METADATA,
+    ROOT_FIELDS,
+    SECRET_TYPES,
+    SPEC,
+    STANDARD,
+    STATUS,
+)
+
+DEFAULT_NAMESPACE = "default"
+DOCUMENT = "(document)"
+INTERNAL_ERROR = "could not be checked because of an internal error"
+
+# Which spec group holds the pins of which stack.
+STACK_GROUPS = {STANDARD: "standard", DYNAMO: "dynamo"}
+
+
+def _is_ip_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class Validation:
+    """The outcome of ``validate``: the defaulted manifest (None when invalid), the problems, the ignored pins."""
+
+    manifest: dict | None
+    errors: list[Problem] = field(default_factory=list)
+    ignored: list[dict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+class _Walk:
+    """Checks a value against a schema node and returns its defaulted copy, collecting problems."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path or DOCUMENT, message))
+
+    def has_problem_at(self, path: str) -> bool:
+        return any(problem.path == path or problem.path.startswith(path + ".") for problem in self.problems)
+
+    def value(self, schema: dict, value: object, path: str) -> object:
+        kind = schema.get("type")
+        if kind == "object":
+            return self.mapping(schema, value, path)
+        if kind == "array":
+            return self.array(schema, value, path)
+        if kind == "string":
+            return self.string(schema, value, path)
+        if kind == "integer":
+            return self.integer(schema, value, path)
+        # No type: anything goes (server-set metadata).
+        return copy.deepcopy(value)
+
+    def mapping(self, schema: dict, value: object, path: str) -> dict | None:
+        if not isinstance(value, dict):
+            self.add(path, mismatch(value, "a mapping"))
+            return None
+        properties: dict = schema.get("properties", {})
+        extra: dict | None = schema.get("additionalProperties")
+        result: dict = {}
+        for key in value:
+            if not isinstance(key, str):
+                self.add(join_path(path, quote(key)), f"{quote(key)} is not a valid field name (names are strings)")
+                continue
+            child = join_path(path, key)
+            if key in properties or extra is not None:
+                continue
+            hint = difflib.get_close_matches(key, list(properties), n=1, cutoff=0.75)
+            suffix = f' (did you mean "{hint[0]}"?)' if hint else ""
+            self.add(child, f"unknown field{suffix}; known fields: {', '.join(properties) or 'none'}")
+        for key, subschema in properties.items():
+            child = join_path(path, key)
+            present = key in value and value[key] is not None
+            if present:
+                result[key] = self.value(subschema, value[key], child)
+            elif key in schema.get("required", ()):
+                self.add(child, "required field is missing")
+            elif "default" in subschema:
+                result[key] = self.value(subschema, copy.deepcopy(subschema["default"]), child)
+        if extra is not None:
+            for key, item in value.items():
+                if isinstance(key, str) and key not in properties:
+                    result[key] = self.value(extra, item, join_path(path, key))
+        return result
+
+    def array(self, schema: dict, value: object, path: str) -> list | None:
+        if not isinstance(value, list):
+            self.add(path, mismatch(value, "a list"))
+            return None
+        count = len(value)
+        if "minItems" in schema and count < schema["minItems"]:
+            self.add(path, f"has {count} item{'s' if count != 1 else ''}, below the minimum {schema['minItems']}")
+        if "maxItems" in schema and count > schema["maxItems"]:
+            self.add(path, f"has {count} items, above the maximum {schema['maxItems']}")
+        result = [self.value(schema["items"], item, join_path(path, index)) for index, item in enumerate(value)]
+        if schema.get("x-kubernetes-list-type") == "map":
+            self.unique_keys(schema["x-kubernetes-list-map-keys"], result, path)
+        return result
+
+    def unique_keys(self, keys: list[str], items: list, path: str) -> None:
+        seen: dict[tuple, int] = {}
+        for index, item in enumerate(items):
+            if not isinstance(item, dict) or not all(isinstance(item.get(key), str | int) for key in keys):
+                continue
+            identity = tuple(item[key] for key in keys)
+            if identity in seen:
+                first = join_path(path, seen[identity])
+                label = ", ".join(quote(item[key]) for key in keys)
+                self.add(join_path(join_path(path, index), keys[0]), f"{label} is already used by "
+                         f"{join_path(first, keys[0])}; {' and '.join(keys)} must be unique in the list")
+            else:
+                seen[identity] = index
+
+    def string(self, schema: dict, value: object, path: str) -> str | None:
+        if not isinstance(value, str):
+            hint = f' (quote it in YAML: "{quote(value)}")' if isinstance(value, int | float) else ""
+            self.add(path, mismatch(value, "a string") + hint)
+            return None
+        secret = schema.get("_secret", False)
+        shown = "the value" if secret else quote(value)
+        length = len(value)
+        if "minLength" in schema and length < schema["minLength"]:
+            minimum = schema["minLength"]
+            self.add(path, f"{shown} is {length} characters long, below the minimum length {minimum}")
+            return value
+        if "maxLength" in schema and length > schema["maxLength"]:
+            self.add(path, f"{shown} is {length} characters long, above the maximum length {schema['maxLength']}")
+            return value
+        if "enum" in schema and value not in schema["enum"]:
+            self.add(path, f"{shown} is not one of {', '.join(schema['enum'])}")
+            return value
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            self.add(path, f"{shown} is not {schema.get('_rule', 'matching ' + schema['pattern'])}")
+            return value
+        check = schema.get("_check")
+        if check == "pem":
+            reason = pem.check_certificates(value)
+            if reason:
+                self.add(path, reason)
+        elif check == "hostname" and _is_ip_address(value):
+            self.add(path, f"{shown} is an IP address; a Gateway API Hostname must be a DNS name")
+        return value
+
+    def integer(self, schema: dict, value: object, path: str) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.add(path, mismatch(value, "an integer"))
+            return None
+        if "minimum" in schema and value < schema["minimum"]:
+            self.add(path, f"{value} is below the minimum {schema['minimum']}")
+        elif "maximum" in schema and value > schema["maximum"]:
+            self.add(path, f"{value} is above the maximum {schema['maximum']}")
+        return value
+
+
+def _root(walk: _Walk, manifest: dict) -> dict:
+    result: dict = {}
+    for key in manifest:
+        if not isinstance(key, str):
+            walk.add(quote(key), f"{quote(key)} is not a valid field name (names are strings)")
+        elif key not in ROOT_FIELDS:
+            hint = difflib.get_close_matches(key, ROOT_FIELDS, n=1, cutoff=0.75)
+            suffix = f' (did you mean "{hint[0]}"?)' if hint else ""
+            walk.add(key, f"unknown field{suffix}; known fields: {', '.join(ROOT_FIELDS)}")
+    for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
+        value = manifest.get(key)
+        if value is None:
+            walk.add(key, f"required field is missing; it must be {expected}")
+        elif value != expected:
+            walk.add(key, f"{quote(value)} is not {expected}")
+        result[key] = value
+    metadata = manifest.get("metadata")
+    if metadata is None:
+        walk.add("metadata", "required field is missing (metadata.name names the ServingStack)")
+    else:
+        result["metadata"] = walk.mapping(METADATA, metadata, "metadata")
+        if isinstance(result["metadata"], dict):
+            result["metadata"].setdefault("namespace", DEFAULT_NAMESPACE)
+    spec = manifest.get("spec")
+    if spec is None:
+        walk.add("spec", "required field is missing")
+    else:
+        result["spec"] = walk.mapping(SPEC, spec, "spec")
+    if manifest.get("status") is not None:
+        result["status"] = walk.mapping(STATUS, manifest["status"], "status")
+    return result
+
+
+def _secrets(walk: _Walk, spec: dict, namespace: object) -> None:
+    secrets = spec.get("secrets")
+    if not isinstance(secrets, list) or not secrets:
+        return
+    kubeconfigs: list[str] = []
+    identities: list[str] = []
+    for index, secret in enumerate(secrets):
+        if not isinstance(secret, dict):
+            continue
+        if isinstance(namespace, str) and "namespace" not in secret:
+            secret["namespace"] = namespace
+        kind = secret.get("type")
+        item = f"spec.secrets[{index}]"
+        if kind == KUBECONFIG:
+            kubeconfigs.append(item)
+        elif isinstance(kind, str) and not walk.has_problem_at(f"{item}.type"):
+            identities.append(f"{item} ({kind})")
+    typed = all(isinstance(secret, dict) and secret.get("type") in SECRET_TYPES for secret in secrets)
+    if not kubeconfigs and typed:
+        walk.add("spec.secrets", "has no Kubeconfig secret; exactly one entry must have type Kubeconfig")
+    elif len(kubeconfigs) > 1:
+        walk.add("spec.secrets", f"has {len(kubeconfigs)} Kubeconfig secrets ({', '.join(kubeconfigs)}); "
+                 "exactly one entry must have type Kubeconfig")
+    if len(identities) > 1:
+        walk.add("spec.secrets", f"has {len(identities)} cloud identity secrets ({', '.join(identities)}); at most "
+                 "one is allowed, since several are ambiguous about which identity the serving stack uses")
+
+
+def _listeners(walk: _Walk, spec: dict) -> None:
+    gateway = spec.get("gateway")
+    listeners = gateway.get("listeners") if isinstance(gateway, dict) else None
+    if not isinstance(listeners, list):
+        return
+    if not listeners:
+        walk.add("spec.gateway.listeners", "is an empty list; a Gateway needs at least one listener (omit the field "
+                 "for the default HTTP listener on port 80)")
+    first: dict[int, int] = {}
+    for index, listener in enumerate(listeners):
+        port = listener.get("port") if isinstance(listener, dict) else None
+        if not isinstance(port, int) or isinstance(port, bool):
+            continue
+        if port in first:
+            other = listeners[first[port]]
+            walk.add(
+                f"spec.gateway.listeners[{index}].port",
+                f"{port} is already used by spec.gateway.listeners[{first[port]}] "
+                f"({quote(other.get('name'))}, {quote(other.get('protocol'))}); each listener needs its own port, "
+                "because Gateway API treats listeners sharing a port as conflicted (same protocol: indistinct; "
+                "TCP with HTTP: every listener on the port is conflicted)",
+            )
+        else:
+            first[port] = index
+
+
+def _pins(walk: _Walk, raw_spec: object, spec: dict) -> list[dict]:
+    """Apply the version rules to the pins in use; return the user's pins the stack ignores."""
+    stack = spec.get("stack")
+    if stack not in STACK_GROUPS:
+        return []
+    ignored: list[dict] = []
+    for group_stack, group in STACK_GROUPS.items():
+        values = spec.get(group)
+        if not isinstance(values, dict):
+            continue
+        raw_group = raw_spec.get(group) if isinstance(raw_spec, dict) else None
+        for key, value in values.items():
+            path = f"spec.{group}.{key}"
+            if group_stack != stack:
+                if isinstance(raw_group, dict) and raw_group.get(key) is not None:
+                    ignored.append({
+                        "path": path,
+                        "value": copy.deepcopy(raw_group[key]),
+                        "reason": f"stack is {stack}: {group_stack}-stack pins are ignored",
+                    })
+                continue
+            if walk.has_problem_at(path) or not isinstance(value, str):
+                continue
+            if versions.parse(value) is None:
+                walk.add(path, f"{quote(value)} is not {versions.SEMVER_RULE}")
+    for key, rule in versions.RULES.items():
+        group, name = key.split(".")
+        values = spec.get(group)
+        path = f"spec.{key}"
+        if group in STACK_GROUPS.values() and STACK_GROUPS[stack] != group:
+            continue
+        if not isinstance(values, dict) or not isinstance(values.get(name), str) or walk.has_problem_at(path):
+            continue
+        reason = rule(values[name])
+        if reason:
+            walk.add(path, f"{quote(values[name])} {reason}")
+    return ignored
+
+
+def _validate(manifest: object) -> Validation:
+    walk = _Walk()
+    if not isinstance(manifest, dict):
+        walk.add(DOCUMENT, mismatch(manifest, "a ServingStack manifest (a mapping with apiVersion, kind, metadata "
+                 "and spec)"))
+        return Validation(None, walk.problems)
+    result = _root(walk, manifest)
+    spec = result.get("spec")
+    ignored: list[dict] = []
+    if isinstance(spec, dict):
+        metadata = result.get("metadata")
+        namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+        _secrets(walk, spec, namespace)
+        _listeners(walk, spec)
+        ignored = _pins(walk, manifest.get("spec"), spec)
+    if walk.problems:
+        return Validation(None, sorted(walk.problems, key=sort_key), ignored)
+    return Validation(result, [], ignored)
+
+
+def validate(manifest: object) -> Validation:
+    """Validate and default a whole ServingStack manifest. Never raises."""
+    try:
+        return _validate(manifest)
+    except RecursionError:
+        return Validation(None, [Problem(DOCUMENT, "is nested too deeply to be a ServingStack manifest")])
+    except Exception as error:  # the promise is "never raises"; the fuzz tests fail on this text
+        return Validation(None, [Problem(DOCUMENT, f"{INTERNAL_ERROR} ({type(error).__name__}); please report it")])
+
+
+def defaulted_spec(spec: dict | None = None) -> dict:
+    """``spec`` with every default of the reference applied (all defaults when None).
+
+    For callers without a whole manifest. Raises ValueError listing the problems when ``spec`` is invalid.
+    Secrets keep their namespace unset when absent: only a manifest knows its namespace.
+    """
+    walk = _Walk()
+    source: object = {"secrets": [{"type": KUBECONFIG, "name": "kubeconfig", "key": "kubeconfig"}]} if spec is None \
+        else spec
+    result = walk.mapping(SPEC, source, "spec")
+    if isinstance(result, dict):
+        _secrets(walk, result, None)
+        _listeners(walk, result)
+        _pins(walk, source, result)
+    if walk.problems or not isinstance(result, dict):
+        raise ValueError("invalid ServingStack spec:\n" + "\n".join(f"- {problem}" for problem in walk.problems))
+    if spec is None:
+        # No secrets were given: leave them out rather than invent one.
+        result.pop("secrets")
+    return result

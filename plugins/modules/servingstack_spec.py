@@ -1,0 +1,337 @@
+#!/usr/bin/python
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Validate a ServingStack, apply its defaults and plan its install."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: servingstack_spec
+short_description: Validate a ServingStack, apply its defaults and plan its install
+version_added: 0.1.0
+author:
+  - Modelplane engineers (@modelplaneai)
+description:
+  - Reads one C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) from an inline definition, a YAML file,
+    or a live object on a management cluster.
+  - >-
+    Checks every field against the ServingStack reference (types, lengths, bounds, enums, required fields, unknown
+    fields at every level) and the rules a schema cannot express, and reports B(all) problems at once, each as
+    C(<path>: <problem>) naming the value and the rule.
+  - The rules are exactly one C(Kubeconfig) secret; at most one cloud identity secret; unique listener names and
+    ports (Gateway API treats listeners that share a port as conflicted); C(gateway.hostname) a Gateway API
+    Hostname; C(gateway.clientCAs[].certificate) PEM CERTIFICATE blocks that parse (a pasted private key is refused
+    and never echoed); unique client CA names; every version pin in use a semantic version with an optional C(v);
+    C(versions.envoyGateway) a v1.8.x release from v1.8.1 (the Envoy AI Gateway v1.1.x pairing); C(dynamo.grove)
+    C(v0.1.0-alpha.12-rc2) or later in release order (grove#753).
+  - Pins for the stack not chosen (C(standard.*) on a Dynamo stack, C(dynamo.*) on a Standard one) are ignored, as
+    the reference says; each is returned in RV(ignored) and shown as a warning.
+  - Fills every default of the reference, including C(metadata.namespace=default) for a manifest that names no
+    namespace and each secret's C(namespace) (the ServingStack's namespace).
+  - Returns the defaulted manifest and the ordered install plan. Never changes anything.
+options:
+  definition:
+    description:
+      - The ServingStack manifest, as a mapping or as YAML text.
+      - Exactly one of O(definition), O(src) and O(name) is required.
+    type: raw
+  src:
+    description:
+      - Path to a YAML file holding the ServingStack manifest, on the host the module runs on (usually localhost).
+      - A YAML syntax error or a duplicate key is reported with the file, line and column.
+      - A file with several YAML documents must hold exactly one of kind C(ServingStack).
+    type: path
+  name:
+    description:
+      - Name of a live ServingStack to read from the management cluster the authentication options reach.
+      - Requires O(namespace).
+    type: str
+  namespace:
+    description:
+      - Namespace of the live ServingStack named by O(name).
+    type: str
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads, so check mode runs it unchanged.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+notes:
+  - The checks run before any cluster is contacted; only O(name) reads from a cluster, and only the ServingStack.
+  - Messages never quote certificate contents or credentials.
+requirements:
+  - python >= 3.11
+  - PyYAML
+  - cryptography (parses the client CA certificates)
+  - kubernetes >= 24.2.0 (only to read a live ServingStack with O(name))
+seealso:
+  - name: ServingStack reference
+    description: The contract this module implements.
+    link: https://github.com/modelplaneai/modelplane-serving/blob/main/crds/servingstacks.infrastructure.modelplane.ai.yaml
+"""
+
+EXAMPLES = r"""
+- name: Validate a ServingStack file and show its plan.
+  modelplane.serving.servingstack_spec:
+    src: examples/servingstack.yaml
+  register: servingstack
+
+- name: Show the install order.
+  ansible.builtin.debug:
+    msg: "{{ servingstack.plan | map(attribute='title') | list }}"
+
+- name: Validate an inline ServingStack.
+  modelplane.serving.servingstack_spec:
+    definition:
+      apiVersion: infrastructure.modelplane.ai/v1alpha1
+      kind: ServingStack
+      metadata:
+        name: west-gke-stack
+        namespace: platform
+      spec:
+        stack: Dynamo
+        secrets:
+          - type: Kubeconfig
+            name: west-gke-kubeconfig
+            key: kubeconfig
+
+- name: Read a live ServingStack from the management cluster.
+  modelplane.serving.servingstack_spec:
+    name: west-gke-stack
+    namespace: platform
+    kubeconfig: ~/.kube/management.yaml
+  register: servingstack
+"""
+
+RETURN = r"""
+servingstack:
+  description: The manifest with every default applied (spec, secret namespaces, metadata.namespace).
+  returned: success
+  type: dict
+  sample:
+    apiVersion: infrastructure.modelplane.ai/v1alpha1
+    kind: ServingStack
+    metadata:
+      name: west-gke-stack
+      namespace: platform
+    spec:
+      stack: Standard
+      nvidiaDriverRoot: /
+      secrets:
+        - {type: Kubeconfig, name: west-gke-kubeconfig, key: kubeconfig, namespace: platform}
+      gateway:
+        className: envoy
+        listeners:
+          - {name: http, port: 80, protocol: HTTP}
+      versions: {certManager: v1.21.1, envoyGateway: v1.8.4}
+plan:
+  description:
+    - The components to install for the stack, in dependency order (remove them in reverse).
+    - Each Helm release carries what C(kubernetes.core.helm) needs.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The component, also the role that installs it (C(roles/<name>)).
+      type: str
+      sample: cert_manager
+    role:
+      description: The fully qualified role name.
+      type: str
+      sample: modelplane.serving.cert_manager
+    title:
+      description: The component's display name.
+      type: str
+      sample: cert-manager
+    namespace:
+      description: The namespace the component runs in.
+      type: str
+      sample: cert-manager
+    version_key:
+      description: The spec path of the component's version pin.
+      type: str
+      sample: versions.certManager
+    version:
+      description: The version resolved from the spec.
+      type: str
+      sample: v1.21.1
+    needs:
+      description: Components that must be installed first.
+      type: list
+      elements: str
+      sample: []
+    releases:
+      description: The Helm releases of the component, in install order.
+      type: list
+      elements: dict
+      sample:
+        - release: mp-cert-manager
+          chart: cert-manager
+          chart_ref: cert-manager
+          chart_repo_url: https://charts.jetstack.io
+          version: v1.21.1
+          namespace: cert-manager
+          version_key: versions.certManager
+    manifests:
+      description: Objects applied from manifests rather than charts, by name.
+      type: list
+      elements: str
+      sample: []
+ignored:
+  description: Version pins the chosen stack ignores, each with its path, value and why.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - path: spec.dynamo.grove
+      value: v0.1.0-alpha.12-rc2
+      reason: "stack is Standard: Dynamo-stack pins are ignored"
+errors:
+  description: On failure, every problem found, as path and message (C(msg) lists them one per line).
+  returned: failed
+  type: list
+  elements: dict
+  sample:
+    - path: spec.gateway.listeners[1].port
+      message: 70000 is above the maximum 65535
+"""
+
+import copy
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, source, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
+
+try:
+    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
+except ImportError:  # only a live read needs kubernetes, and it checks with module.requires() first
+
+    class DynamicApiError(Exception):
+        """Stands in for kubernetes.dynamic.exceptions.DynamicApiError."""
+
+    class NotFoundError(DynamicApiError):
+        """Stands in for kubernetes.dynamic.exceptions.NotFoundError."""
+
+    class ResourceNotFoundError(Exception):
+        """Stands in for kubernetes.dynamic.exceptions.ResourceNotFoundError."""
+
+
+PREFIX = "invalid ServingStack:"
+HIDDEN = "<not shown: it contains a PEM PRIVATE KEY block>"
+
+
+def redact(value: object) -> object:
+    """``value`` with every string holding a PEM private key replaced, for the echoed module arguments."""
+    if isinstance(value, str):
+        return HIDDEN if "PRIVATE KEY" in value else value
+    if isinstance(value, dict):
+        return {key: redact(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    return value
+
+
+class ServingStackModule(AnsibleModule):
+    """AnsibleModule whose echoed arguments (``invocation``) never carry a private key pasted into a definition."""
+
+    def _return_formatted(self, kwargs: dict) -> None:
+        kwargs.setdefault("invocation", {"module_args": redact(self.params)})
+        super()._return_formatted(kwargs)
+
+
+def argument_spec() -> dict:
+    options = copy.deepcopy(AUTH_ARG_SPEC)
+    options.update(
+        definition={"type": "raw"},
+        src={"type": "path"},
+        name={"type": "str"},
+        namespace={"type": "str"},
+    )
+    return options
+
+
+def failure_message(problems: list[Problem]) -> str:
+    """``invalid ServingStack:`` then one ``- path: message`` line per problem."""
+    return PREFIX + "".join(f"\n- {problem}" for problem in problems)
+
+
+def read_live(module: AnsibleK8SModule, name: str, namespace: str) -> dict:
+    """The live ServingStack from the management cluster (fails the module cleanly otherwise)."""
+    module.requires("kubernetes")
+    where = f"{namespace}/{name}"
+    try:
+        client = get_api_client(module=module)
+        resource = client.resource(KIND, API_VERSION)
+        found = client.get(resource, name=name, namespace=namespace)
+    except ResourceNotFoundError:
+        module.fail_json(msg=f"cannot read ServingStack {where}: the management cluster has no {KIND} "
+                         f"({API_VERSION}) API; apply crds/servingstacks.infrastructure.modelplane.ai.yaml first")
+    except NotFoundError:
+        module.fail_json(msg=f"cannot read ServingStack {where}: it does not exist on the management cluster")
+    except DynamicApiError as error:
+        reason = getattr(error, "summary", None)
+        module.fail_json(msg=f"cannot read ServingStack {where}: {reason() if callable(reason) else error}")
+    except CoreException as error:
+        module.fail_json(msg=f"cannot read ServingStack {where}: {error}")
+    return found.to_dict() if hasattr(found, "to_dict") else dict(found)
+
+
+def read(module: AnsibleK8SModule) -> tuple[object, list[Problem]]:
+    params = module.params
+    if params["name"] is not None:
+        if not params["namespace"]:
+            module.fail_json(msg="namespace is required with name (the live ServingStack's namespace)")
+        return read_live(module, params["name"], params["namespace"]), []
+    if params["namespace"] is not None:
+        module.fail_json(msg="namespace is used only with name; a manifest names its own namespace")
+    if params["src"] is not None:
+        return source.load_file(params["src"])
+    definition = params["definition"]
+    if isinstance(definition, str):
+        return source.load_yaml(definition, "definition")
+    return definition, []
+
+
+def main() -> None:
+    module = AnsibleK8SModule(
+        module_class=ServingStackModule,
+        check_k8s=False,
+        argument_spec=argument_spec(),
+        mutually_exclusive=[("definition", "src", "name")],
+        required_one_of=[("definition", "src", "name")],
+        supports_check_mode=True,
+    )
+    document, problems = read(module)
+    if problems:
+        module.fail_json(msg=failure_message(problems), errors=[problem.as_dict() for problem in problems],
+                         ignored=[])
+    validation = spec.validate(document)
+    for item in validation.ignored:
+        module.warn(f"{item['path']}: {quote(item['value'])} is ignored ({item['reason']})")
+    if validation.errors:
+        module.fail_json(
+            msg=failure_message(validation.errors),
+            errors=[problem.as_dict() for problem in validation.errors],
+            ignored=validation.ignored,
+        )
+    manifest = validation.manifest
+    module.exit_json(
+        changed=False,
+        servingstack=manifest,
+        plan=plan.build_plan(manifest["spec"]),
+        ignored=validation.ignored,
+    )
+
+
+if __name__ == "__main__":
+    main()

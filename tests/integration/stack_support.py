@@ -1,0 +1,90 @@
+"""Helpers for the servingstack playbook tests (test_stack_*.py): run site/teardown, read the stand-in."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+UPSTREAM = REPO.parent / "shared" / "upstream"
+
+SITE = REPO / "playbooks" / "site.yml"
+TEARDOWN = REPO / "playbooks" / "teardown.yml"
+STATUS = REPO / "playbooks" / "status.yml"
+EXAMPLE = REPO / "examples" / "servingstack.yaml"
+DYNAMO = REPO / "examples" / "dynamo.yaml"
+INFERENCEPOOL_CRD = (UPSTREAM / "gateway-api-inference-extension" / "v1.0.2"
+                     / "inference.networking.k8s.io_inferencepools.yaml")
+HELM_SECRET_TYPE = "helm.sh/release.v1"
+GATEWAY_NS = "envoy-gateway-system"
+
+
+def manifest(path: Path = EXAMPLE, **spec_changes: Any) -> dict[str, Any]:
+    """The example ServingStack with top-level spec keys replaced."""
+    doc = copy.deepcopy(yaml.safe_load(path.read_text()))
+    doc["spec"].update(spec_changes)
+    return doc
+
+
+def stack_vars(cluster: Any, definition: dict[str, Any] | None = None, **more: Any) -> dict[str, Any]:
+    """Extra vars for site.yml/teardown.yml against ``cluster`` (direct kubeconfig, offline CRD URL)."""
+    return {
+        "servingstack_definition": definition or manifest(),
+        "servingstack_kubeconfig": cluster.kubeconfig,
+        "envoy_gateway_inferencepool_crd_url": INFERENCEPOOL_CRD.as_uri(),
+        **more,
+    }
+
+
+def releases(cluster: Any) -> dict[str, dict[str, Any]]:
+    """name -> {namespace, revision, status} of the latest revision of every helm release in the stand-in."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(cluster.client())
+    found: dict[str, dict[str, Any]] = {}
+    for secret in core.list_secret_for_all_namespaces(field_selector=f"type={HELM_SECRET_TYPE}").items:
+        labels = secret.metadata.labels or {}
+        name, revision = labels.get("name"), int(labels.get("version", 0))
+        if name not in found or found[name]["revision"] < revision:
+            found[name] = {"namespace": secret.metadata.namespace, "revision": revision, "status": labels.get("status")}
+    return found
+
+
+def get(cluster: Any, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    """One object as a dict, or None."""
+    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+    try:
+        resource = cluster.dynamic().resources.get(api_version=api_version, kind=kind)
+        return resource.get(name=name, namespace=namespace).to_dict()
+    except (NotFoundError, ResourceNotFoundError):
+        return None
+
+
+def listed(cluster: Any, api_version: str, kind: str, namespace: str | None = None, **selectors: str) -> list[dict]:
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    try:
+        resource = cluster.dynamic().resources.get(api_version=api_version, kind=kind)
+    except ResourceNotFoundError:
+        return []
+    return resource.get(namespace=namespace, **selectors).to_dict()["items"]
+
+
+def secret_text(secret: dict[str, Any], key: str) -> str:
+    return base64.b64decode(secret["data"][key]).decode()
+
+
+def write_verbs(result: Any) -> dict[str, int]:
+    """The write requests a playbook made (dry-run ones included: the stand-in counts them alike)."""
+    return {verb: n for verb, n in result.requests["verbs"].items()
+            if verb in {"create", "update", "patch", "apply", "delete", "deletecollection"} and n}
+
+
+def output(result: Any) -> str:
+    """What to show when a playbook run surprised a test."""
+    return f"rc={result.rc} recap={result.recap}\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"

@@ -1,0 +1,159 @@
+"""The Standard stack end to end on the stand-in: bad input, check mode, a failed install, converge,
+idempotence, a pin bump, a foreign release, teardown. The tests share one cluster and run in order."""
+
+from __future__ import annotations
+
+import pytest
+from stack_support import (
+    GATEWAY_NS,
+    SITE,
+    STATUS,
+    TEARDOWN,
+    UPSTREAM,
+    get,
+    listed,
+    manifest,
+    output,
+    releases,
+    stack_vars,
+    write_verbs,
+)
+
+pytestmark = [
+    pytest.mark.playbook,
+    pytest.mark.slow,
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+]
+
+STANDARD_RELEASES = {
+    "mp-cert-manager", "mp-trust-manager", "mp-node-feature-discovery", "mp-dra-driver-nvidia-gpu",
+    "mp-gateway-helm", "mp-ai-gateway-crds-helm", "mp-ai-gateway-helm", "mp-lws", "mp-kube-prometheus-stack",
+}
+
+
+def test_a_bad_spec_fails_before_any_cluster_call(cluster):
+    bad = manifest(gateway={"listeners": [{"name": "http", "port": 70000, "protocol": "HTTP"}]})
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bad))
+    assert result.rc != 0, output(result)
+    assert "spec.gateway.listeners[0].port" in result.stdout, output(result)
+    assert result.requests["total"] == 0, result.requests
+
+
+def test_check_mode_on_an_empty_cluster_writes_nothing(cluster):
+    rv = cluster.api.rv
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), check=True, diff=True)
+    assert result.rc == 0, output(result)
+    assert result.changed > 0, output(result)
+    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(result)}"
+    assert releases(cluster) == {}
+
+
+def test_a_failed_install_leaves_nothing_half_recorded(cluster):
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), env={"HELM_DOUBLE_FAIL": "mp-trust-manager"})
+    assert result.rc != 0, output(result)
+    found = releases(cluster)
+    # --atomic uninstalled the failed release; the one before it is complete.
+    assert "mp-trust-manager" not in found, found
+    assert found["mp-cert-manager"]["status"] == "deployed"
+
+
+def test_converge_installs_every_release_and_the_gateway(cluster):
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
+    assert result.rc == 0, output(result)
+    found = releases(cluster)
+    assert set(found) == STANDARD_RELEASES, found
+    assert {name: r["status"] for name, r in found.items()} == dict.fromkeys(STANDARD_RELEASES, "deployed")
+    assert all(r["revision"] == 1 for r in found.values()), found
+    gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
+    assert [(listener["name"], listener["port"], listener["protocol"]) for listener in gateway["spec"]["listeners"]] \
+        == [("http", 80, "HTTP")]
+    assert gateway["spec"]["listeners"][0]["allowedRoutes"] == {"namespaces": {"from": "All"}}
+    gateway_class = get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy")
+    assert gateway_class["spec"]["parametersRef"]["kind"] == "EnvoyProxy"
+    proxy = get(cluster, "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy", "inference-gateway", GATEWAY_NS)
+    assert proxy["spec"]["provider"]["kubernetes"]["envoyService"]["externalTrafficPolicy"] == "Cluster"
+    assert get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
+               "inferencepools.inference.networking.k8s.io") is not None
+    bundle = get(cluster, "trust.cert-manager.io/v1alpha1", "Bundle", "mp-gateway-ca")
+    assert bundle["spec"]["sources"] == [{"secret": {"name": "mp-gateway-ca", "key": "ca.crt"}}]
+    # No hostname: plain HTTP, no certificates, the status has an address and no CA.
+    assert listed(cluster, "cert-manager.io/v1", "Certificate") == []
+    assert "address: " in result.stdout and "caCertificate" not in result.stdout
+
+
+def test_a_second_run_changes_nothing(cluster):
+    rv = cluster.api.rv
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
+    assert result.rc == 0, output(result)
+    assert result.changed == 0, output(result)
+    # kubernetes.core.k8s patches existing objects and compares: the patches must change nothing,
+    # and no release reaches helm (its records are read once with one list call).
+    assert cluster.api.rv == rv, result.requests
+    assert result.requests["resources"].get("list secrets") == 1, result.requests
+
+
+def test_status_playbook_prints_the_gateway_address(cluster):
+    result = cluster.run_playbook(STATUS, extra_vars=stack_vars(cluster))
+    assert result.rc == 0 and result.changed == 0, output(result)
+    assert "address: 203." in result.stdout or "address:" in result.stdout, output(result)
+    assert write_verbs(result) == {}, result.requests
+
+
+def test_check_mode_with_diff_shows_a_pin_bump_and_writes_nothing(cluster):
+    rv = cluster.api.rv
+    bumped = manifest(versions={"certManager": "v1.21.0", "envoyGateway": "v1.8.4"})
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped), check=True, diff=True)
+    assert result.rc == 0, output(result)
+    assert result.changed >= 1 and "mp-cert-manager" in result.stdout, output(result)
+    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(result)}"
+    assert releases(cluster)["mp-cert-manager"]["revision"] == 1
+
+
+def test_a_pin_bump_upgrades_exactly_that_release(cluster):
+    bumped = manifest(versions={"certManager": "v1.21.0", "envoyGateway": "v1.8.4"})
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped))
+    assert result.rc == 0, output(result)
+    found = releases(cluster)
+    assert found["mp-cert-manager"]["revision"] == 2, found
+    assert {name: r["revision"] for name, r in found.items() if name != "mp-cert-manager"} \
+        == dict.fromkeys(STANDARD_RELEASES - {"mp-cert-manager"}, 1)
+
+
+def test_a_users_release_of_the_same_chart_is_refused_unless_adopted(cluster):
+    cluster_env = cluster.env
+    import subprocess
+
+    subprocess.run(["helm", "install", "my-lws", "oci://registry.k8s.io/lws/charts/lws", "--version", "v0.8.0",
+                    "-n", "user-lws", "--create-namespace"], env=cluster_env, check=True, capture_output=True)
+    bumped = manifest(versions={"certManager": "v1.21.0", "envoyGateway": "v1.8.4"})
+    refused = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped))
+    assert refused.rc != 0, output(refused)
+    assert "user-lws/my-lws" in refused.stdout, output(refused)
+    adopted = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped, servingstack_adopt=True))
+    assert adopted.rc == 0, output(adopted)
+    subprocess.run(["helm", "uninstall", "my-lws", "-n", "user-lws"], env=cluster_env, check=True,
+                   capture_output=True)
+
+
+def test_teardown_leaves_no_release_or_object_of_ours(cluster):
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster))
+    assert result.rc == 0, output(result)
+    assert releases(cluster) == {}
+    assert get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS) is None
+    assert get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy") is None
+    assert listed(cluster, "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy") == []
+    assert listed(cluster, "trust.cert-manager.io/v1alpha1", "Bundle") == []
+    assert listed(cluster, "cert-manager.io/v1", "Certificate") == []
+    assert listed(cluster, "cert-manager.io/v1", "Issuer") == []
+    assert get(cluster, "v1", "Namespace", "modelplane-system") is None
+    # CRDs stay unless servingstack_remove_crds: deleting them would delete users' objects.
+    assert get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
+               "inferencepools.inference.networking.k8s.io") is not None
+
+
+def test_a_second_teardown_changes_nothing(cluster):
+    rv = cluster.api.rv
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster))
+    assert result.rc == 0, output(result)
+    assert result.changed == 0, output(result)
+    assert cluster.api.rv == rv, result.requests

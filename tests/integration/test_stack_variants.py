@@ -1,0 +1,183 @@
+"""Variants on one stand-in: a live ServingStack on the management cluster (kubeconfig from its Secret,
+status written back) with the Dynamo stack, a hostname, client CAs and GKE's NVIDIA driver root; then
+the same stack edited (one client CA and the driver root dropped). The tests run in order."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import glob
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from stack_support import (
+    DYNAMO,
+    GATEWAY_NS,
+    REPO,
+    SITE,
+    UPSTREAM,
+    get,
+    listed,
+    manifest,
+    output,
+    releases,
+    secret_text,
+    stack_vars,
+)
+
+pytestmark = [
+    pytest.mark.playbook,
+    pytest.mark.slow,
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+]
+
+HOSTNAME = "west.inference.example.com"
+GKE_ROOT = "/home/kubernetes/bin/nvidia"
+DRA_NS = "dra-driver-nvidia-gpu"
+
+
+def ca_pem(name: str) -> str:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+CAS = [{"name": "east-gateway", "certificate": ca_pem("east")},
+       {"name": "fleet-gateway", "certificate": ca_pem("fleet")}]
+
+
+def live_stack(**spec_changes) -> dict:
+    """The Dynamo example as a live object; only its Kubeconfig secret (no cloud identity to call out to)."""
+    doc = manifest(DYNAMO, **spec_changes)
+    doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
+    return doc
+
+
+def apply(cluster, doc: dict) -> None:
+    """Create or replace the live ServingStack."""
+    resource = cluster.dynamic().resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+    current = get(cluster, doc["apiVersion"], doc["kind"], doc["metadata"]["name"], doc["metadata"]["namespace"])
+    if current is None:
+        resource.create(body=doc, namespace=doc["metadata"]["namespace"])
+    else:
+        body = {**doc, "metadata": {**doc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+        resource.replace(body=body, namespace=doc["metadata"]["namespace"])
+
+
+def helm_values(cluster, release: str, namespace: str) -> dict:
+    proc = subprocess.run(["helm", "get", "values", release, "-n", namespace, "-o", "json"], env=cluster.env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout) or {}
+
+
+def run_live(cluster):
+    """site.yml on the live ServingStack: no servingstack_kubeconfig, so the Secret is read."""
+    extra = stack_vars(cluster, servingstack_name="west-gke-stack", servingstack_namespace="platform")
+    del extra["servingstack_definition"], extra["servingstack_kubeconfig"]
+    before = set(glob.glob(f"{tempfile.gettempdir()}/ansible.*kubeconfig"))
+    result = cluster.run_playbook(SITE, extra_vars=extra)
+    assert set(glob.glob(f"{tempfile.gettempdir()}/ansible.*kubeconfig")) == before, "temporary kubeconfig left"
+    return result
+
+
+@pytest.fixture(scope="module")
+def management(cluster):
+    """The stand-in is both the management and the target cluster."""
+    cluster.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
+    kubeconfig = base64.b64encode(Path(cluster.kubeconfig).read_bytes()).decode()
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "west-gke-kubeconfig", "namespace": "platform"},
+         "type": "Opaque", "data": {"kubeconfig": kubeconfig}},
+    ]))
+    return cluster
+
+
+def test_a_live_dynamo_stack_with_hostname_and_client_cas_converges(management):
+    cluster = management
+    apply(cluster, live_stack(gateway={"hostname": HOSTNAME, "clientCAs": CAS,
+                                       "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+                              nvidiaDriverRoot=GKE_ROOT))
+    result = run_live(cluster)
+    assert result.rc == 0, output(result)
+    found = releases(cluster)
+    assert {"mp-grove-charts", "mp-kai-scheduler"} <= set(found) and "mp-lws" not in found, found
+    assert listed(cluster, "apps/v1", "Deployment", "modelexpress-system"), "no ModelExpress server"
+    # The certificate chain: self-signed issuer -> CA (in the trust namespace) -> CA issuer -> serving cert.
+    assert get(cluster, "cert-manager.io/v1", "ClusterIssuer", "mp-selfsigned")["spec"] == {"selfSigned": {}}
+    ca = get(cluster, "cert-manager.io/v1", "Certificate", "mp-gateway-ca", "cert-manager")
+    assert ca["spec"]["isCA"] is True and ca["spec"]["issuerRef"]["name"] == "mp-selfsigned"
+    assert get(cluster, "cert-manager.io/v1", "ClusterIssuer", "mp-gateway-ca")["spec"] == \
+        {"ca": {"secretName": "mp-gateway-ca"}}
+    serving = get(cluster, "cert-manager.io/v1", "Certificate", "mp-gateway-tls", GATEWAY_NS)
+    assert serving["spec"]["dnsNames"] == [HOSTNAME]
+    assert {c["type"]: c["status"] for c in serving["status"]["conditions"]}["Ready"] == "True"
+    gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
+    https = {listener["name"]: listener for listener in gateway["spec"]["listeners"]}["https"]
+    assert (https["port"], https["protocol"], https["hostname"]) == (443, "HTTPS", HOSTNAME)
+    assert https["tls"]["mode"] == "Terminate"
+    assert https["tls"]["certificateRefs"][0]["name"] == "mp-gateway-tls"
+    for entry in CAS:
+        configmap = get(cluster, "v1", "ConfigMap", entry["name"], GATEWAY_NS)
+        assert configmap["data"] == {"ca.crt": entry["certificate"]}
+        policy = get(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", entry["name"], GATEWAY_NS)
+        assert policy["spec"]["targetRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                                                 "name": "inference-gateway", "sectionName": "https"}]
+        assert policy["spec"]["tls"]["clientValidation"]["caCertificateRefs"] == \
+            [{"group": "", "kind": "ConfigMap", "name": entry["name"]}]
+    # GKE's driver root: passed to the DRA driver, plus the quota for its system-critical pods.
+    assert helm_values(cluster, "mp-dra-driver-nvidia-gpu", DRA_NS).get("nvidiaDriverRoot") == GKE_ROOT
+    assert listed(cluster, "v1", "ResourceQuota", DRA_NS)
+    # Status written back: the address and the CA certificate only (what trust-manager publishes).
+    status = get(cluster, "infrastructure.modelplane.ai/v1alpha1", "ServingStack", "west-gke-stack",
+                 "platform")["status"]["gateway"]
+    assert status["address"]
+    ca_secret = get(cluster, "v1", "Secret", "mp-gateway-ca", "cert-manager")
+    assert status["caCertificate"].strip() == secret_text(ca_secret, "ca.crt").strip()
+    assert "PRIVATE KEY" not in status["caCertificate"]
+    published = get(cluster, "v1", "ConfigMap", "mp-gateway-ca", "modelplane-system")
+    assert published["data"]["ca.crt"].strip() == status["caCertificate"].strip()
+
+
+def test_dropping_a_client_ca_and_the_driver_root_removes_their_objects(management):
+    cluster = management
+    apply(cluster, live_stack(gateway={"hostname": HOSTNAME, "clientCAs": CAS[:1],
+                                       "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+                              nvidiaDriverRoot="/"))
+    result = run_live(cluster)
+    assert result.rc == 0, output(result)
+    assert get(cluster, "v1", "ConfigMap", CAS[0]["name"], GATEWAY_NS) is not None
+    assert get(cluster, "v1", "ConfigMap", CAS[1]["name"], GATEWAY_NS) is None
+    assert get(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", CAS[1]["name"], GATEWAY_NS) is None
+    assert "nvidiaDriverRoot" not in helm_values(cluster, "mp-dra-driver-nvidia-gpu", DRA_NS)
+    assert listed(cluster, "v1", "ResourceQuota", DRA_NS) == []
+    assert releases(cluster)["mp-dra-driver-nvidia-gpu"]["revision"] == 2
+
+
+def test_the_live_stack_reconverges_without_changes(management):
+    rv = management.api.rv
+    result = run_live(management)
+    assert result.rc == 0 and result.changed == 0, output(result)
+    assert management.api.rv == rv, result.requests
+
+
+def test_a_missing_kubeconfig_secret_is_reported_by_name(cluster):
+    doc = live_stack()
+    doc["spec"]["secrets"][0]["name"] = "nope"
+    result = cluster.run_playbook(SITE, extra_vars={**stack_vars(cluster, doc), "servingstack_kubeconfig": ""})
+    assert result.rc != 0
+    assert "Secret platform/nope was not found" in result.stdout, output(result)

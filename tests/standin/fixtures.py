@@ -1,0 +1,175 @@
+"""pytest fixtures around the stand-in: `cluster`, `fresh_cluster`, `run_playbook` (loaded by tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from . import StandIn
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = REPO / ".venv" / "bin"
+HELM_DOUBLE = REPO / "tests" / "helm_double" / "helm.py"
+RECAP = re.compile(r"^(\S+)\s*:\s*((?:\w+=\d+\s*)+)$")
+
+
+@dataclass
+class PlaybookResult:
+    rc: int
+    stdout: str
+    stderr: str
+    recap: dict[str, dict[str, int]]
+    requests: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> int:
+        return sum(host.get("changed", 0) for host in self.recap.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(host.get("failed", 0) + host.get("unreachable", 0) for host in self.recap.values())
+
+
+def parse_recap(stdout: str) -> dict[str, dict[str, int]]:
+    """host -> {ok, changed, unreachable, failed, skipped, rescued, ignored} from the PLAY RECAP block."""
+    out: dict[str, dict[str, int]] = {}
+    lines = stdout.splitlines()
+    start = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("PLAY RECAP")), None)
+    if start is None:
+        return out
+    for line in lines[start + 1:]:
+        m = RECAP.match(line.strip())
+        if m:
+            out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    return out
+
+
+class ClusterHandle:
+    """What tests get from the `cluster` fixture."""
+
+    def __init__(self, standin: StandIn, workdir: Path) -> None:
+        self.standin = standin
+        self.workdir = workdir
+        self.kubeconfig = str(standin.write_kubeconfig(workdir / "kubeconfig"))
+        self.url = standin.url
+        self.controllers = standin.controllers
+        self.api = standin.cluster
+        bindir = workdir / "bin"
+        bindir.mkdir(exist_ok=True)
+        wrapper = bindir / "helm"
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{HELM_DOUBLE}" "$@"\n')
+        wrapper.chmod(0o755)
+        cache = workdir / "kube-cache"
+        self.env: dict[str, str] = {
+            **os.environ,
+            "KUBECONFIG": self.kubeconfig,
+            "K8S_AUTH_KUBECONFIG": self.kubeconfig,
+            "KUBECACHEDIR": str(cache),
+            "PATH": f"{bindir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_LOCAL_TEMP": str(workdir / "ansible-tmp"),
+        }
+
+    def client(self) -> Any:
+        """A kubernetes ApiClient configured for this stand-in."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=self.kubeconfig)
+
+    def dynamic(self) -> Any:
+        from kubernetes.dynamic import DynamicClient
+
+        return DynamicClient(self.client())
+
+    def stats(self) -> dict[str, Any]:
+        return self.standin.stats()
+
+    def reset_stats(self) -> None:
+        self.standin.reset_stats()
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run the real kubectl (.venv/bin/kubectl) against the stand-in."""
+        proc = subprocess.run([str(VENV_BIN / "kubectl"), *args], input=input, capture_output=True, text=True,
+                              env=self.env, timeout=120)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc
+
+    def run_playbook(self, playbook: str | os.PathLike[str], *, extra_vars: dict[str, Any] | None = None,
+                     check: bool = False, diff: bool = False, tags: list[str] | str | None = None,
+                     env: dict[str, str] | None = None, timeout: float = 600) -> PlaybookResult:
+        cmd = [str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
+               "-e", f"ansible_python_interpreter={sys.executable}"]
+        if extra_vars:
+            varfile = Path(tempfile.mkstemp(prefix="vars-", suffix=".yml", dir=self.workdir)[1])
+            varfile.write_text(yaml.safe_dump(extra_vars))
+            cmd += ["-e", f"@{varfile}"]
+        if check:
+            cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
+        if tags:
+            cmd += ["--tags", tags if isinstance(tags, str) else ",".join(tags)]
+        before = self.stats()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**self.env, **(env or {})}, cwd=REPO,
+                              timeout=timeout)
+        after = self.stats()
+        requests = {
+            "total": after["total"] - before["total"],
+            "verbs": dict(Counter(after["verbs"]) - Counter(before["verbs"])),
+            "resources": dict(Counter(after["resources"]) - Counter(before["resources"])),
+        }
+        return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, parse_recap(proc.stdout), requests)
+
+
+@contextmanager
+def running_cluster(workdir: Path, *, simulate_controllers: bool = True) -> Iterator[ClusterHandle]:
+    standin = StandIn(simulate_controllers=simulate_controllers).start()
+    handle = ClusterHandle(standin, workdir)
+    saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")}
+    os.environ["KUBECONFIG"] = handle.kubeconfig
+    os.environ["K8S_AUTH_KUBECONFIG"] = handle.kubeconfig
+    try:
+        yield handle
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        standin.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    """A stand-in API server (with simulated controllers) shared by one test module."""
+    with running_cluster(tmp_path_factory.mktemp("cluster")) as handle:
+        yield handle
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
+    """A stand-in of its own for one test (function scope)."""
+    with running_cluster(tmp_path) as handle:
+        yield handle
+
+
+@pytest.fixture
+def run_playbook(cluster: ClusterHandle) -> Callable[..., PlaybookResult]:
+    """`run_playbook(playbook, *, extra_vars=None, check=False, diff=False, tags=None, env=None)` on `cluster`."""
+    return cluster.run_playbook

@@ -1,0 +1,93 @@
+"""The servingstack_kubeconfig module through ansible-playbook: 0600 file, token minted, nothing secret in output."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from test_cloud_identity import KUBECONFIG, _pem, token_server  # noqa: F401  (fixture reused)
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def _playbook(tmp_path: Path, args: dict) -> subprocess.CompletedProcess[str]:
+    play = [{
+        "name": "Write a kubeconfig",
+        "hosts": "localhost",
+        "connection": "local",
+        "gather_facts": False,
+        "tasks": [{
+            "name": "Write it.",
+            "modelplane.serving.servingstack_kubeconfig": args,
+            "no_log": True,
+            "register": "written",
+        }, {
+            "name": "Show what is safe to show.",
+            "ansible.builtin.debug": {"msg": "{{ written.authenticated_as }} {{ written.dest }}"},
+        }],
+    }]
+    path = tmp_path / "play.yml"
+    path.write_text(yaml.safe_dump(play))
+    env = {
+        **os.environ,
+        "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+    }
+    return subprocess.run(
+        [str(BIN / "ansible-playbook"), "-vvv", "-e", "ansible_python_interpreter=" + sys.executable, str(path)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_writes_the_kubeconfig_private_and_unchanged(tmp_path):
+    dest = tmp_path / "kubeconfig"
+    result = _playbook(tmp_path, {"kubeconfig": KUBECONFIG, "dest": str(dest)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o600
+    assert yaml.safe_load(dest.read_text()) == yaml.safe_load(KUBECONFIG)
+    assert "kubeconfig " + str(dest) in result.stdout
+    assert "gke-gcloud-auth-plugin" not in result.stdout + result.stderr
+
+
+def test_google_identity_replaces_the_user_and_never_shows_the_token(tmp_path, token_server):  # noqa: F811
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    url, cert_file, received = token_server
+    key_json = json.dumps({
+        "type": "service_account",
+        "private_key_id": "k1",
+        "private_key": _pem(rsa.generate_private_key(public_exponent=65537, key_size=2048)),
+        "client_email": "stack@west.iam.gserviceaccount.com",
+        "token_uri": url,
+    })
+    dest = tmp_path / "kubeconfig"
+    result = _playbook(tmp_path, {
+        "kubeconfig": KUBECONFIG,
+        "dest": str(dest),
+        "identity_type": "GoogleApplicationCredentials",
+        "identity_credential": key_json,
+        "identity_path": "spec.secrets[1]",
+        "ca_file": str(cert_file),
+    })
+    assert result.returncode == 0, result.stdout + result.stderr
+    users = {u["name"]: u["user"] for u in yaml.safe_load(dest.read_text())["users"]}
+    assert users["gke-user"] == {"token": "local-token"}
+    assert len(received) == 1
+    output = result.stdout + result.stderr
+    assert "GoogleApplicationCredentials " + str(dest) in output
+    for secret in ("local-token", "BEGIN PRIVATE KEY", "gke-gcloud-auth-plugin"):
+        assert secret not in output
+
+
+def test_a_kubeconfig_that_is_not_one_fails_cleanly(tmp_path):
+    result = _playbook(tmp_path, {"kubeconfig": "just: text", "dest": str(tmp_path / "k")})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "k").exists()

@@ -1,0 +1,126 @@
+"""The servingstack_component and servingstack_status lookups (the latter against the API stand-in)."""
+
+from __future__ import annotations
+
+import ast
+import base64
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.errors import AnsibleLookupError
+from ansible_collections.modelplane.serving.plugins.lookup import servingstack_component, servingstack_status
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
+
+PLUGINS = Path(servingstack_component.__file__).resolve().parents[1]
+CERT = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ==\n-----END CERTIFICATE-----\n"
+
+
+def docs(path: Path) -> dict[str, object]:
+    tree = ast.parse(path.read_text())
+    return {node.targets[0].id: yaml.safe_load(node.value.value) for node in tree.body
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in
+            {"DOCUMENTATION", "EXAMPLES", "RETURN"}}
+
+
+@pytest.mark.parametrize("path", [
+    PLUGINS / "lookup" / "servingstack_component.py",
+    PLUGINS / "lookup" / "servingstack_status.py",
+    PLUGINS / "modules" / "servingstack_status_update.py",
+])
+def test_documentation_parses(path):
+    found = docs(path)
+    assert set(found) == {"DOCUMENTATION", "EXAMPLES", "RETURN"}
+    assert found["DOCUMENTATION"]["short_description"]
+
+
+def test_status_lookup_defaults_match_the_names_the_roles_use():
+    options = docs(PLUGINS / "lookup" / "servingstack_status.py")["DOCUMENTATION"]["options"]
+    assert options["gateway_name"]["default"] == status.GATEWAY_NAME
+    assert options["gateway_namespace"]["default"] == status.GATEWAY_NAMESPACE == BY_NAME["envoy_gateway"].namespace
+    assert options["ca_name"]["default"] == status.CA_NAME
+    assert options["ca_secret_namespace"]["default"] == status.CA_SECRET_NAMESPACE
+    assert options["ca_configmap_namespace"]["default"] == status.CA_CONFIGMAP_NAMESPACE
+
+
+def run_lookup(module, terms, **options):
+    """Run a lookup with its documented option defaults (the playbook tests load it through Ansible)."""
+    documented = docs(Path(module.__file__))["DOCUMENTATION"]["options"]
+    values = {name: spec.get("default") for name, spec in documented.items() if name != "_terms"}
+    unknown = set(options) - set(values)
+    assert not unknown, f"undocumented options {unknown}"
+    values.update(options)
+    plugin = module.LookupModule()
+    plugin.set_options = lambda var_options=None, direct=None: None
+    plugin.get_option = lambda name, hostvars=None: values[name]
+    return plugin.run(list(terms), variables={}, **options)
+
+
+def component(*terms, **options):
+    return run_lookup(servingstack_component, terms, **options)
+
+
+def test_component_entry_follows_the_spec_pins():
+    [entry] = component("cert_manager", spec={"versions": {"certManager": "v1.20.2"}})
+    assert entry["role"] == "modelplane.serving.cert_manager"
+    assert [(r["release"], r["version"]) for r in entry["releases"]] == [("mp-cert-manager", "v1.20.2")]
+
+
+def test_component_entry_without_a_spec_uses_the_defaults_and_accepts_a_manifest():
+    [alone] = component("lws")
+    pinned = {"standard": {"leaderWorkerSet": "v0.9.0"}}
+    [from_manifest] = component("lws", spec={"apiVersion": "infrastructure.modelplane.ai/v1alpha1",
+                                             "kind": "ServingStack", "spec": pinned})
+    assert alone["releases"][0]["version"] == "v0.8.0"
+    assert from_manifest["releases"][0]["version"] == "v0.9.0"
+
+
+def test_unknown_components_and_bad_specs_are_named():
+    with pytest.raises(AnsibleLookupError, match="'nope' is not a component"):
+        component("nope")
+    with pytest.raises(AnsibleLookupError, match=r"spec\.versions\.certManager"):
+        component("cert_manager", spec={"versions": {"certManager": 5}})
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory):
+    from standin import StandIn
+
+    with StandIn() as server:
+        path = server.write_kubeconfig(tmp_path_factory.mktemp("lookup") / "kubeconfig")
+        yield server, str(path)
+
+
+def read_status(kubeconfig, **options):
+    return run_lookup(servingstack_status, [], kubeconfig=kubeconfig, **options)[0]
+
+
+def test_status_is_empty_before_the_gateway_exists(standin):
+    _, kubeconfig = standin
+    assert read_status(kubeconfig, hostname="a.example.com") == {}
+
+
+def test_status_reads_the_address_and_the_published_ca(standin):
+    _, kubeconfig = standin
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=kubeconfig)
+    core = client.CoreV1Api(api)
+    for namespace in ("modelplane-system", "cert-manager"):
+        core.create_namespace({"metadata": {"name": namespace}})
+    key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQ==\n-----END EC PRIVATE KEY-----\n"
+    core.create_namespaced_secret("cert-manager", {"metadata": {"name": "mp-gateway-ca"}, "data": {
+        "ca.crt": base64.b64encode(CERT.encode()).decode(), "tls.key": base64.b64encode(key.encode()).decode()}})
+    # Without a Gateway there is no address; the CA falls back to the Secret's ca.crt (never tls.key).
+    assert read_status(kubeconfig, hostname="a.example.com") == {"gateway": {"caCertificate": CERT}}
+    # Without a hostname the gateway has no CA to report.
+    assert read_status(kubeconfig) == {}
+    core.create_namespaced_config_map("modelplane-system", {"metadata": {"name": "mp-gateway-ca"},
+                                                            "data": {"ca.crt": CERT}})
+    assert read_status(kubeconfig, hostname="a.example.com")["gateway"]["caCertificate"] == CERT
+
+
+def test_a_missing_kubeconfig_is_a_clean_error(tmp_path):
+    with pytest.raises(AnsibleLookupError, match="cannot load the kubeconfig"):
+        read_status(str(tmp_path / "missing"))

@@ -1,0 +1,129 @@
+"""The plan: components of each stack in dependency order, with resolved versions."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import components, plan, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import Chart, Component
+from servingstack_docs import DYNAMO_EXAMPLE, load_example
+
+
+def planned(path=None) -> list[dict]:
+    manifest = spec.validate(load_example() if path is None else load_example(path)).manifest
+    return plan.build_plan(manifest["spec"])
+
+
+@pytest.mark.parametrize("stack", sorted(components.BOTH))
+def test_table_orders_without_cycles_or_unknown_needs(stack):
+    ordered = plan.components_for(stack)
+    names = [component.name for component in ordered]
+    for index, component in enumerate(ordered):
+        assert all(names.index(need) < index for need in component.needs)
+
+
+def test_every_component_belongs_to_a_known_stack_and_is_unique():
+    assert len(components.BY_NAME) == len(components.COMPONENTS)
+    for component in components.COMPONENTS:
+        assert component.stacks <= components.BOTH and component.stacks
+
+
+def test_every_version_key_is_a_spec_pin_with_a_default():
+    defaults = spec.defaulted_spec()
+    for component in components.COMPONENTS:
+        assert isinstance(plan.resolve(defaults, component.version_key), str), component.version_key
+        for chart in component.charts:
+            assert chart.version_key is None or isinstance(plan.resolve(defaults, chart.version_key), str)
+            assert chart.version_key or chart.version
+
+
+def test_standard_plan_in_dependency_order():
+    entries = planned()
+    assert [entry["name"] for entry in entries] == [
+        "cert_manager", "trust_manager", "nfd", "nvidia_dra", "envoy_gateway", "lws", "prometheus"]
+    titles = [entry["title"] for entry in entries]
+    assert titles == ["cert-manager", "trust-manager", "Node Feature Discovery", "NVIDIA DRA driver", "Envoy Gateway",
+                      "LeaderWorkerSet", "kube-prometheus-stack"]
+    gateway = entries[4]
+    assert [release["chart"] for release in gateway["releases"]] == [
+        "gateway-helm", "ai-gateway-crds-helm", "ai-gateway-helm"]
+    assert any("InferencePool CRD" in manifest for manifest in gateway["manifests"])
+
+
+def test_dynamo_plan_swaps_lws_for_grove_kai_and_modelexpress():
+    names = [entry["name"] for entry in planned(DYNAMO_EXAMPLE)]
+    assert names == ["cert_manager", "trust_manager", "nfd", "nvidia_dra", "envoy_gateway", "grove_kai",
+                     "modelexpress", "prometheus"]
+    grove = planned(DYNAMO_EXAMPLE)[5]
+    assert [(release["chart"], release["version"]) for release in grove["releases"]] == [
+        ("kai-scheduler", "v0.16.8"), ("grove-charts", "v0.1.0-alpha.12-rc2")]
+
+
+def test_component_entry_shape():
+    entry = planned()[0]
+    assert entry == {
+        "name": "cert_manager",
+        "role": "modelplane.serving.cert_manager",
+        "title": "cert-manager",
+        "namespace": "cert-manager",
+        "version_key": "versions.certManager",
+        "version": "v1.21.1",
+        "needs": [],
+        "releases": [{
+            "release": "mp-cert-manager",
+            "chart": "cert-manager",
+            "chart_ref": "cert-manager",
+            "chart_repo_url": "https://charts.jetstack.io",
+            "version": "v1.21.1",
+            "namespace": "cert-manager",
+            "version_key": "versions.certManager",
+        }],
+        "manifests": [],
+    }
+
+
+def test_oci_release_and_fixed_version():
+    gateway = next(entry for entry in planned() if entry["name"] == "envoy_gateway")
+    first, crds, _ = gateway["releases"]
+    assert first["chart_ref"] == "oci://docker.io/envoyproxy/gateway-helm"
+    assert first["chart_repo_url"] is None
+    assert crds["version"] == components.AI_GATEWAY_VERSION
+    assert crds["version_key"] is None
+    assert crds["namespace"] == "envoy-ai-gateway-system"
+
+
+def test_versions_resolve_from_the_spec():
+    document = load_example()
+    document["spec"]["versions"]["prometheus"] = "75.0.0"
+    document["spec"]["standard"] = {"leaderWorkerSet": "v0.9.0"}
+    entries = {entry["name"]: entry for entry in plan.build_plan(spec.validate(document).manifest["spec"])}
+    assert entries["prometheus"]["version"] == "75.0.0"
+    assert entries["prometheus"]["releases"][0]["version"] == "75.0.0"
+    assert entries["lws"]["version"] == "v0.9.0"
+
+
+def test_teardown_is_the_reverse():
+    entries = planned()
+    assert plan.teardown_order(entries) == entries[::-1]
+    assert plan.teardown_order(entries)[0]["name"] == "prometheus"
+
+
+def test_order_breaks_ties_by_table_order():
+    table = [Component("b", "B", "ns", "v.b", needs=("a",)), Component("c", "C", "ns", "v.c"),
+             Component("a", "A", "ns", "v.a")]
+    assert [component.name for component in plan.order(table)] == ["c", "a", "b"]
+
+
+def test_order_refuses_cycles_and_unknown_needs():
+    with pytest.raises(ValueError, match="cycle"):
+        plan.order([Component("a", "A", "ns", "v.a", needs=("b",)), Component("b", "B", "ns", "v.b", needs=("a",))])
+    with pytest.raises(ValueError, match="needs z, which is not in the plan"):
+        plan.order([Component("a", "A", "ns", "v.a", needs=("z",))])
+
+
+def test_release_entry_for_a_repository_chart():
+    entry = plan.release_entry(Chart("x", "https://example.com/charts", "ns", "versions.certManager"),
+                               {"versions": {"certManager": "v1.0.0"}})
+    assert entry["chart_ref"] == "x"
+    assert entry["chart_repo_url"] == "https://example.com/charts"
+    assert entry["release"] == "mp-x"
+    assert entry["version"] == "v1.0.0"

@@ -1,0 +1,103 @@
+"""The CRD on the Kubernetes API stand-in, and servingstack_spec reading a live ServingStack from it.
+
+The stand-in applies the CRD's structural schema, defaults and CEL rules like an API server, so this
+checks the CRD as Kubernetes would take it, and the module's ``name``/``namespace`` source end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+import yaml
+from servingstack_docs import CRD_FILE, load_example
+from standin.fixtures import running_cluster
+
+pytestmark = pytest.mark.playbook
+
+BASE = "/apis/infrastructure.modelplane.ai/v1alpha1/namespaces/platform/servingstacks"
+
+
+def call(url: str, method: str, path: str, body: object = None) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with running_cluster(tmp_path_factory.mktemp("servingstack"), simulate_controllers=False) as handle:
+        code, body = call(handle.url, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                          yaml.safe_load(CRD_FILE.read_text()))
+        assert code == 201, body
+        code, body = call(handle.url, "POST", "/api/v1/namespaces",
+                          {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}})
+        assert code == 201, body
+        yield handle
+
+
+def test_the_example_is_accepted_and_defaulted_by_the_crd(cluster):
+    code, body = call(cluster.url, "POST", BASE, load_example())
+    assert code == 201, body
+    assert body["spec"]["stack"] == "Standard"
+    assert body["spec"]["gateway"]["className"] == "envoy"
+    assert body["spec"]["versions"]["prometheus"] == "72.6.2"
+    assert body["spec"]["dynamo"]["grove"] == "v0.1.0-alpha.12-rc2"
+    assert body["spec"]["nvidiaDriverRoot"] == "/"
+
+
+@pytest.mark.parametrize("name,edit,fragment", [
+    ("big-port", lambda spec: spec["gateway"]["listeners"][0].update(port=70000), "spec.gateway.listeners[0].port"),
+    ("two-kubeconfigs", lambda spec: spec["secrets"].append({"type": "Kubeconfig", "name": "b", "key": "k"}),
+     "exactly one secret must have type Kubeconfig"),
+    ("bad-stack", lambda spec: spec.update(stack="Dynamic"), "spec.stack"),
+])
+def test_the_crd_refuses_what_the_module_refuses(cluster, name, edit, fragment):
+    document = load_example()
+    document["metadata"]["name"] = name
+    edit(document["spec"])
+    code, body = call(cluster.url, "POST", BASE, document)
+    assert code == 422, body
+    assert fragment in body["message"]
+
+
+def test_module_reads_the_live_servingstack(cluster, tmp_path):
+    playbook = tmp_path / "read.yml"
+    playbook.write_text("""
+- name: Read a live ServingStack.
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Read west-gke-stack from the management cluster.
+      modelplane.serving.servingstack_spec:
+        name: west-gke-stack
+        namespace: platform
+      register: live
+
+    - name: Read a ServingStack that does not exist.
+      modelplane.serving.servingstack_spec:
+        name: nowhere
+        namespace: platform
+      register: missing
+      ignore_errors: true
+
+    - name: Check what was read.
+      ansible.builtin.assert:
+        that:
+          - live is not changed
+          - live.servingstack.metadata.uid is defined
+          - live.plan | map(attribute='name') | list == ['cert_manager', 'trust_manager', 'nfd', 'nvidia_dra',
+            'envoy_gateway', 'lws', 'prometheus']
+          - live.servingstack.spec.secrets[0].namespace == 'platform'
+          - missing is failed
+          - "'it does not exist on the management cluster' in missing.msg"
+""")
+    result = cluster.run_playbook(playbook)
+    assert result.rc == 0, result.stdout + result.stderr

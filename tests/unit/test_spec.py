@@ -1,0 +1,239 @@
+"""The spec core: every field's bounds, enum and default, and every rule, through ``spec.validate``."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem
+from corpus import GOOGLE, INVALID, KUBECONFIG, MODULE_ONLY, VALID
+from servingstack_docs import CERTIFICATE, DELETE, PRIVATE_KEY, edit, load_example
+
+
+def messages(validation: spec.Validation) -> list[str]:
+    return [str(problem) for problem in validation.errors]
+
+
+@pytest.mark.parametrize("case", VALID, ids=lambda case: case.id)
+def test_valid_documents_pass(case):
+    validation = spec.validate(case.document())
+    assert validation.errors == []
+    assert isinstance(validation.manifest, dict)
+    assert [item["path"] for item in validation.ignored] == list(case.warnings)
+
+
+@pytest.mark.parametrize("case", INVALID + MODULE_ONLY, ids=lambda case: case.id)
+def test_invalid_documents_name_path_value_and_rule(case):
+    validation = spec.validate(case.document())
+    assert validation.manifest is None
+    matching = [problem for problem in validation.errors if problem.path == case.path]
+    assert matching, f"no problem at {case.path}: {messages(validation)}"
+    assert any(case.fragment in problem.message for problem in matching), messages(validation)
+    for problem in validation.errors:
+        assert str(problem) == f"{problem.path}: {problem.message}"
+        assert "\n" not in problem.message
+
+
+def test_reference_examples_from_the_brief():
+    document = edit(load_example(), "spec.gateway.listeners[1]", {"name": "big", "port": 70000, "protocol": "HTTP"})
+    document = edit(document, "spec.stack", "Dynamic")
+    document = edit(document, "spec.gatway", {})
+    found = messages(spec.validate(document))
+    assert "spec.gateway.listeners[1].port: 70000 is above the maximum 65535" in found
+    assert 'spec.stack: "Dynamic" is not one of Standard, Dynamo' in found
+    assert any(message.startswith("spec.gatway: unknown field") for message in found)
+
+
+def test_all_problems_are_reported_at_once_in_path_order():
+    document = load_example()
+    document["spec"]["stack"] = "Dynamic"
+    document["spec"]["secrets"][0]["type"] = "kube"
+    document["spec"]["gateway"]["listeners"] = [{"name": f"l{i}", "port": 70000 + i, "protocol": "HTTP"}
+                                                for i in range(3)] * 1
+    document["spec"]["versions"]["certManager"] = ""
+    document["metadata"]["name"] = "Bad"
+    validation = spec.validate(document)
+    paths = [problem.path for problem in validation.errors]
+    assert paths == sorted(paths, key=lambda path: path.replace("[", " ").replace("]", ""))
+    assert {"metadata.name", "spec.stack", "spec.secrets[0].type", "spec.versions.certManager",
+            "spec.gateway.listeners[0].port", "spec.gateway.listeners[1].port",
+            "spec.gateway.listeners[2].port"} <= set(paths)
+
+
+def test_list_indexes_sort_numerically():
+    document = edit(load_example(), "spec.gateway.listeners",
+                    [{"name": f"l{i}", "port": 0, "protocol": "HTTP"} for i in range(8)] + [])
+    document["spec"]["gateway"]["clientCAs"] = [{"name": "a"}] * 12
+    paths = [problem.path for problem in spec.validate(document).errors if "clientCAs[" in problem.path]
+    assert paths.index("spec.gateway.clientCAs[2].certificate") < paths.index("spec.gateway.clientCAs[10].certificate")
+
+
+DEFAULTS = {
+    "stack": "Standard",
+    "nvidiaDriverRoot": "/",
+    "versions": {
+        "certManager": "v1.21.1",
+        "envoyGateway": "v1.8.4",
+        "nodeFeatureDiscovery": "0.18.3",
+        "nvidiaDraDriver": "0.4.0",
+        "prometheus": "72.6.2",
+        "trustManager": "v0.24.0",
+    },
+    "standard": {"leaderWorkerSet": "v0.8.0"},
+    "dynamo": {"grove": "v0.1.0-alpha.12-rc2", "kaiScheduler": "v0.16.8", "modelExpress": "0.4.1"},
+    "gateway": {"className": "envoy", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+}
+
+
+@pytest.mark.parametrize("key", sorted(DEFAULTS))
+def test_every_default_of_the_reference(key):
+    minimal = {"apiVersion": "infrastructure.modelplane.ai/v1alpha1", "kind": "ServingStack",
+               "metadata": {"name": "s"}, "spec": {"secrets": [KUBECONFIG]}}
+    validation = spec.validate(minimal)
+    assert validation.errors == []
+    assert validation.manifest["spec"][key] == DEFAULTS[key]
+
+
+def test_defaults_fill_a_partial_group_without_touching_set_values():
+    document = edit(load_example(), "spec.versions", {"prometheus": "70.0.0"})
+    document = edit(document, "spec.gateway", {"hostname": "gw.example.com"})
+    result = spec.validate(document).manifest["spec"]
+    assert result["versions"] == dict(DEFAULTS["versions"], prometheus="70.0.0")
+    assert result["gateway"] == dict(DEFAULTS["gateway"], hostname="gw.example.com")
+    assert "clientCAs" not in result["gateway"]
+
+
+def test_namespace_defaults_and_secret_namespaces():
+    document = edit(load_example(), "metadata.namespace", DELETE)
+    document = edit(document, "spec.secrets[1].namespace", "crossplane-system")
+    manifest = spec.validate(document).manifest
+    assert manifest["metadata"]["namespace"] == "default"
+    assert manifest["spec"]["secrets"][0]["namespace"] == "default"
+    assert manifest["spec"]["secrets"][1]["namespace"] == "crossplane-system"
+    assert spec.validate(load_example()).manifest["spec"]["secrets"][0]["namespace"] == "platform"
+
+
+def test_validate_does_not_modify_its_input():
+    document = load_example()
+    before = copy.deepcopy(document)
+    spec.validate(document)
+    assert document == before
+
+
+def test_null_means_absent_and_takes_the_default():
+    document = edit(load_example(), "spec.versions.certManager", None)
+    assert spec.validate(document).manifest["spec"]["versions"]["certManager"] == "v1.21.1"
+
+
+@pytest.mark.parametrize("stack,pins,expected", [
+    ("Standard", {"dynamo": {"grove": "v0.1.0-alpha.1"}}, [("spec.dynamo.grove", "v0.1.0-alpha.1")]),
+    ("Standard", {"dynamo": {"kaiScheduler": "x", "modelExpress": "0.4.1"}},
+     [("spec.dynamo.kaiScheduler", "x"), ("spec.dynamo.modelExpress", "0.4.1")]),
+    ("Dynamo", {"standard": {"leaderWorkerSet": "v0.1.0"}}, [("spec.standard.leaderWorkerSet", "v0.1.0")]),
+    ("Dynamo", {"dynamo": {"grove": "v0.1.0"}}, []),
+    ("Standard", {"standard": {"leaderWorkerSet": "v0.9.0"}}, []),
+])
+def test_pins_for_the_other_stack_are_ignored_with_a_warning(stack, pins, expected):
+    document = edit(load_example(), "spec.stack", stack)
+    for group, values in pins.items():
+        document = edit(document, f"spec.{group}", values)
+    validation = spec.validate(document)
+    assert validation.errors == []
+    assert [(item["path"], item["value"]) for item in validation.ignored] == expected
+    for item in validation.ignored:
+        other = "Dynamo" if stack == "Standard" else "Standard"
+        assert item["reason"] == f"stack is {stack}: {other}-stack pins are ignored"
+
+
+def test_defaults_are_never_reported_as_ignored():
+    assert spec.validate(load_example()).ignored == []
+    assert spec.validate(edit(load_example(), "spec.stack", "Dynamo")).ignored == []
+
+
+def test_ignored_pins_are_still_length_checked_but_not_version_ruled():
+    document = edit(load_example(), "spec.dynamo.grove", "v0.1.0-alpha.1")
+    assert spec.validate(document).errors == []
+    document = edit(load_example(), "spec.dynamo.grove", "")
+    assert [problem.path for problem in spec.validate(document).errors] == ["spec.dynamo.grove"]
+
+
+def test_private_key_and_certificate_text_is_never_echoed():
+    marker_key = PRIVATE_KEY.splitlines()[1]
+    marker_cert = CERTIFICATE.splitlines()[1]
+    for certificate in (PRIVATE_KEY, CERTIFICATE + PRIVATE_KEY, CERTIFICATE[:-30], "A" * 20000,
+                        CERTIFICATE.replace(marker_cert, marker_cert[::-1])):
+        document = edit(load_example(), "spec.gateway.clientCAs", [{"name": "gw", "certificate": certificate}])
+        validation = spec.validate(document)
+        assert validation.errors, certificate[:40]
+        for problem in validation.errors:
+            assert marker_key not in problem.message
+            assert marker_cert not in problem.message
+            assert marker_cert[::-1] not in problem.message
+            assert "AAAAAAAA" not in problem.message
+
+
+def test_a_certificate_bundle_parses():
+    document = edit(load_example(), "spec.gateway.clientCAs", [{"name": "gw", "certificate": CERTIFICATE * 2}])
+    assert spec.validate(document).errors == []
+
+
+def test_kubeconfig_rule_is_not_repeated_when_a_type_is_wrong():
+    document = edit(load_example(), "spec.secrets", [dict(KUBECONFIG, type="kubeconfig"), GOOGLE])
+    paths = [problem.path for problem in spec.validate(document).errors]
+    assert paths == ["spec.secrets[0].type"]
+
+
+@pytest.mark.parametrize("document", [None, [], 3, "ServingStack", 1.5, True, {"spec": None}, {1: 2}, {None: {}},
+                                      {"spec": {"secrets": [None]}}, {"metadata": []}, {"spec": {"gateway": 5}}])
+def test_never_raises_on_odd_input(document):
+    validation = spec.validate(document)
+    assert validation.manifest is None
+    assert validation.errors
+    assert all(isinstance(problem, Problem) and problem.path and problem.message for problem in validation.errors)
+
+
+def test_odd_root_messages():
+    assert messages(spec.validate(None)) == [
+        "(document): is null; expected a ServingStack manifest (a mapping with apiVersion, kind, metadata and spec)"]
+    assert messages(spec.validate([1]))[0].startswith("(document): expected a ServingStack manifest")
+
+
+def test_recursive_yaml_structure_is_refused_cleanly():
+    loop: list = []
+    loop.append(loop)
+    document = edit(load_example(), "spec.secrets", [])
+    document["spec"]["secrets"] = loop
+    validation = spec.validate(document)
+    assert validation.errors
+
+
+def test_defaulted_spec_without_arguments_is_all_defaults():
+    assert spec.defaulted_spec() == DEFAULTS
+
+
+def test_defaulted_spec_of_a_spec():
+    result = spec.defaulted_spec({"stack": "Dynamo", "secrets": [KUBECONFIG]})
+    assert result["stack"] == "Dynamo"
+    assert result["secrets"] == [KUBECONFIG]
+    assert result["dynamo"] == DEFAULTS["dynamo"]
+
+
+def test_defaulted_spec_refuses_an_invalid_spec():
+    with pytest.raises(ValueError, match=r"spec.stack: \"x\" is not one of Standard, Dynamo"):
+        spec.defaulted_spec({"stack": "x", "secrets": [KUBECONFIG]})
+
+
+@pytest.mark.parametrize("path", ["apiVersion", "metadata.name", "spec.stack", "spec.secrets[0].name",
+                                  "spec.gateway.hostname", "spec.nvidiaDriverRoot"])
+def test_pem_text_is_never_echoed_wherever_it_is_pasted(path):
+    validation = spec.validate(edit(load_example(), path, PRIVATE_KEY))
+    problem = next(problem for problem in validation.errors if problem.path == path)
+    assert "PEM text (not shown)" in problem.message or "the value" in problem.message
+    assert PRIVATE_KEY.splitlines()[1] not in problem.message
+
+
+def test_unicode_digits_in_keys_do_not_break_problem_ordering():
+    validation = spec.validate({"¹": None, "١٢": 1, "spec": {"²": 1}})
+    assert "spec.²" in [problem.path for problem in validation.errors]
+    assert all(spec.INTERNAL_ERROR not in problem.message for problem in validation.errors)
