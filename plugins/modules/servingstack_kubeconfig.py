@@ -11,7 +11,7 @@ module: servingstack_kubeconfig
 short_description: Write the kubeconfig a ServingStack converge uses to reach its target cluster
 version_added: 0.1.0
 author:
-  - Modelplane engineers
+  - Modelplane engineers (@modelplaneai)
 description:
   - Writes O(kubeconfig) to O(dest) with mode C(0600), for the tasks of one converge to use and for the caller to
     remove afterwards.

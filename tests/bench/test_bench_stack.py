@@ -22,9 +22,8 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from stack_support import EXAMPLE, SITE, UPSTREAM, get, releases, stack_vars  # noqa: E402
-
-from standin.fixtures import running_cluster  # noqa: E402
+from stack_support import EXAMPLE, SITE, UPSTREAM, get, releases, stack_vars
+from standin.fixtures import running_cluster
 
 pytestmark = [
     pytest.mark.bench,

@@ -195,6 +195,27 @@ def test_service_cluster_ip_survives_an_update_that_omits_it(api):
     assert replaced["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"], "no-op PUT"
 
 
+def test_immutable_and_oversized_config(api):
+    body = _cm("frozen")
+    body["immutable"] = True
+    api.post(f"{NS}/default/configmaps", body)
+    reply = api.patch(f"{NS}/default/configmaps/frozen", {"data": {"k": "other"}})
+    assert reply.code == 422 and "field is immutable when `immutable` is set" in reply.body["message"]
+    big = api.post(f"{NS}/default/secrets", {"metadata": {"name": "big"}, "stringData": {"blob": "x" * 1_100_000}})
+    assert big.code == 422 and "1048576" in big.body["message"]
+
+
+def test_non_string_values_are_refused_like_go_decoding(api):
+    reply = api.post(f"{NS}/default/configmaps", {"metadata": {"name": "num"}, "data": {"port": 8080}})
+    assert reply.code == 400 and reply.body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct '
+        "field ConfigMap.data of type string")
+    deploy = _deployment("envnum")
+    deploy["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "DEBUG", "value": True}]
+    reply = api.post("/apis/apps/v1/namespaces/default/deployments", deploy)
+    assert reply.code == 400 and "EnvVar.value" in reply.body["message"]
+
+
 def test_secret_string_data_and_type(api):
     body = {"metadata": {"name": "sd"}, "stringData": {"pw": "hunter2"}}
     created = api.post(f"{NS}/default/secrets", body).body
@@ -278,6 +299,25 @@ def test_builtin_validation(api):
     assert reply.code == 422 and "restartPolicy" in reply.body["message"]
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 0}]}}
     assert api.post(f"{NS}/default/services", svc).code == 422
+
+
+def test_nested_unknown_and_mistyped_builtin_fields(api):
+    base = "/apis/apps/v1/namespaces/default/deployments"
+    body = _deployment("typo")
+    body["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+    strict = api.post(f"{base}?fieldValidation=Strict", body)
+    assert strict.code == 400
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolcy"' in strict.body["message"]
+    warned = api.post(base, body)
+    assert warned.code == 201 and "imagePullPolcy" not in warned.body["spec"]["template"]["spec"]["containers"][0]
+    body = _deployment("mistyped")
+    body["spec"]["replicas"] = "2"
+    reply = api.post(base, body)
+    assert reply.code == 400 and "cannot unmarshal string into Go struct field spec.replicas of type int32" in \
+        reply.body["message"]
+    body = _deployment("quantity")
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": 1, "memory": "1Gi"}}
+    assert api.post(base, body).code == 201, "Quantities accept numbers, as in Go"
 
 
 def test_unknown_builtin_field_is_warned_or_refused(api):
@@ -413,6 +453,19 @@ def test_watch_streams_events_and_honours_timeout(cluster, api):
     _watch(f"{cluster.url}{NS}/watched/configmaps?watch=1&resourceVersion={versions[0]}&timeoutSeconds=1",
            replay, ready2)
     assert [e["type"] for e in replay] == ["MODIFIED", "DELETED"]
+    # A label change that moves an object into or out of a selector is ADDED / DELETED for that watcher.
+    rv = api.get(f"{NS}/watched/configmaps").body["metadata"]["resourceVersion"]
+    moves, ready4 = [], threading.Event()
+    url = f"{cluster.url}{NS}/watched/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=2&labelSelector=tier%3Dweb"
+    thread = threading.Thread(target=_watch, args=(url, moves, ready4))
+    thread.start()
+    ready4.wait(5)
+    api.post(f"{NS}/watched/configmaps", _cm("mover", ns="watched"))
+    api.patch(f"{NS}/watched/configmaps/mover", {"metadata": {"labels": {"tier": "web"}}})
+    api.patch(f"{NS}/watched/configmaps/mover", {"data": {"k": "3"}})
+    api.patch(f"{NS}/watched/configmaps/mover", {"metadata": {"labels": {"tier": "db"}}})
+    thread.join(10)
+    assert [e["type"] for e in moves] == ["ADDED", "MODIFIED", "DELETED"]
     initial, ready3 = [], threading.Event()
     _watch(f"{cluster.url}{NS}/default/configmaps?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Delsewhere",
            initial, ready3)

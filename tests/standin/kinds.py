@@ -81,6 +81,45 @@ def validate_metadata(meta: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+# ---------------------------------------------------------------- decoding
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null" if value is None else "string"
+
+
+def decode_errors(kind: str, obj: dict[str, Any]) -> list[str]:
+    """Go's JSON decoding refusals for string fields that YAML often turns into numbers or booleans.
+
+    The API server answers these with 400 BadRequest before any validation.
+    """
+    problems: list[tuple[str, Any]] = []
+    meta = obj.get("metadata") or {}
+    for field in ("labels", "annotations"):
+        problems += [(f"ObjectMeta.{field}", v) for v in (meta.get(field) or {}).values()]
+    if kind in ("ConfigMap", "Secret"):
+        for field in ("data", "stringData", "binaryData"):
+            problems += [(f"{kind}.{field}", v) for v in (obj.get(field) or {}).values()]
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    pod = spec.get("template", {}).get("spec") if isinstance(spec.get("template"), dict) else spec
+    if isinstance(pod, dict):
+        for group in ("initContainers", "containers"):
+            for container in pod.get(group) or []:
+                for env in (container.get("env") or []) if isinstance(container, dict) else []:
+                    if isinstance(env, dict) and "value" in env:
+                        problems.append(("EnvVar.value", env["value"]))
+    return [f"json: cannot unmarshal {_json_type(v)} into Go struct field {where} of type string"
+            for where, v in problems if v is not None and not isinstance(v, str)]
+
+
 # ---------------------------------------------------------------- defaults
 
 
@@ -315,8 +354,32 @@ def _data_keys(obj: dict[str, Any], fields: tuple[str, ...]) -> list[Cause]:
     return causes
 
 
+def _immutable_and_size(obj: dict[str, Any], old: dict[str, Any] | None, fields: tuple[str, ...]) -> list[Cause]:
+    causes = []
+    def length(field: str, value: str) -> int:  # Secret data and binaryData count decoded bytes
+        if (field == "data" and obj.get("kind") != "Secret") or field not in ("data", "binaryData"):
+            return len(value.encode())
+        try:
+            return len(base64.b64decode(value))
+        except (binascii.Error, ValueError):
+            return len(value)
+
+    size = sum(len(k) + length(f, v) for f in fields for k, v in (obj.get(f) or {}).items() if isinstance(v, str))
+    if size > 1024 * 1024:
+        causes.append(Cause("FieldValueTooLong", "data", "data: Too long: may not be more than 1048576 bytes"))
+    if old is not None and old.get("immutable"):
+        for field in fields:
+            if (obj.get(field) or {}) != (old.get(field) or {}):
+                causes.append(Cause("FieldValueForbidden", field,
+                                    f"{field}: Forbidden: field is immutable when `immutable` is set"))
+        if not obj.get("immutable"):
+            causes.append(Cause("FieldValueForbidden", "immutable",
+                                "immutable: Forbidden: field is immutable when `immutable` is set"))
+    return causes
+
+
 def _secret(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
-    causes = _data_keys(obj, ("data",))
+    causes = _data_keys(obj, ("data",)) + _immutable_and_size(obj, old, ("data",))
     for key, value in (obj.get("data") or {}).items():
         try:
             base64.b64decode(value or "", validate=True)
@@ -366,7 +429,7 @@ def validate(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list
     if kind == "Service":
         return _service(obj)
     if kind == "ConfigMap":
-        return _data_keys(obj, ("data", "binaryData"))
+        return _data_keys(obj, ("data", "binaryData")) + _immutable_and_size(obj, old, ("data", "binaryData"))
     if kind == "Secret":
         return _secret(obj, old)
     if kind in ("Role", "ClusterRole"):

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from . import kinds, schema
+from . import gotypes, kinds, schema
 from .cel import CelRules
 from .patch import PatchError, apply_conflicts, apply_merge, json_patch, merge_patch, strategic_merge
 from .resources import BUILTIN, ResourceType
@@ -91,7 +91,7 @@ def _strip_volatile(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _spec_part(obj: dict[str, Any], rt: ResourceType) -> dict[str, Any]:
     """What a generation change is measured on: everything but metadata (and status, when it is a subresource)."""
-    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if rt.status or rt.custom else set())
+    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if rt.status else set())
     return {k: v for k, v in obj.items() if k not in skip}
 
 
@@ -120,7 +120,8 @@ class Cluster:
         self.objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
         self.applied: dict[str, dict[str, Any]] = {}  # uid -> field manager -> last applied configuration
         self.owners: dict[str, set[tuple[str, str, str, str]]] = {}  # owner uid -> dependents
-        self.events: deque[tuple[int, tuple[str, str], str, dict[str, Any]]] = deque()
+        # (resourceVersion, (group, plural), event type, object, previous object or None)
+        self.events: deque[tuple[int, tuple[str, str], str, dict[str, Any], dict[str, Any] | None]] = deque()
         self.cel = CelRules()
         self.hooks: list[Callable[[str, ResourceType, dict[str, Any]], None]] = []
         self.closed = False
@@ -250,7 +251,7 @@ class Cluster:
             else:
                 result.pop("status", None)
             new, meta = result, result["metadata"]
-        elif rt.status or (rt.custom and _has_status_subresource(rt)):
+        elif rt.status:
             if old is not None and "status" in old:
                 new["status"] = copy.deepcopy(old["status"])
             else:
@@ -264,6 +265,11 @@ class Cluster:
         meta.pop("selfLink", None)
         if old is not None:
             meta["name"] = old["metadata"]["name"]
+        if not rt.custom:
+            errors = kinds.decode_errors(rt.kind, new)
+            if errors:
+                raise APIError(400, "BadRequest", f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                                                  f"{rt.kind}: {errors[0]}")
         if rt.kind == "Secret" and isinstance(new.get("stringData"), dict):
             data = new.setdefault("data", {}) or {}
             for key, value in new.pop("stringData").items():
@@ -273,11 +279,18 @@ class Cluster:
             unknown += schema.prune(new, rt.schema or {})
             schema.apply_defaults(new, rt.schema or {})
         else:
-            allowed = TOP_FIELDS.get(rt.kind, SPEC_STATUS)
-            for key in list(new):
-                if key not in allowed and key not in ("apiVersion", "kind", "metadata"):
-                    unknown.append(key)
-                    del new[key]
+            decoded = gotypes.decode(rt.kind, rt.version, new)
+            if decoded is None:  # no client model: check the top level only
+                allowed = TOP_FIELDS.get(rt.kind, SPEC_STATUS)
+                for key in list(new):
+                    if key not in allowed and key not in ("apiVersion", "kind", "metadata"):
+                        unknown.append(key)
+                        del new[key]
+            else:
+                unknown += [u for u in decoded[0] if u not in unknown]
+                if decoded[1]:
+                    raise APIError(400, "BadRequest", f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                                                      f"{rt.kind}: {decoded[1][0]}")
         if unknown:
             if strict:
                 text = ", ".join(f'unknown field "{u}"' for u in unknown)
@@ -317,8 +330,8 @@ class Cluster:
 
     # ------------------------------------------------------------ storing
 
-    def _record(self, rt: ResourceType, kind: str, obj: dict[str, Any]) -> None:
-        self.events.append((self.rv, (rt.group, rt.plural), kind, copy.deepcopy(obj)))
+    def _record(self, rt: ResourceType, kind: str, obj: dict[str, Any], prev: dict[str, Any] | None = None) -> None:
+        self.events.append((self.rv, (rt.group, rt.plural), kind, copy.deepcopy(obj), prev))
         if len(self.events) > HISTORY:
             self.history_floor = self.events.popleft()[0]
         self.cond.notify_all()
@@ -330,13 +343,14 @@ class Cluster:
         obj["metadata"]["resourceVersion"] = str(self.rv)
         meta = obj["metadata"]
         key = (meta.get("namespace") or "", meta["name"])
+        prev = self._bucket(rt).get(key)  # stored objects are never mutated in place
         self._bucket(rt)[key] = obj
         for ref in meta.get("ownerReferences") or []:
             if isinstance(ref, dict) and ref.get("uid"):
                 self.owners.setdefault(ref["uid"], set()).add((rt.group, rt.plural, key[0], key[1]))
         if rt.kind == "CustomResourceDefinition":
             self._crd_sync(obj)
-        self._record(rt, kind, obj)
+        self._record(rt, kind, obj, prev)
         return self._as_version(rt, obj)
 
     def _remove(self, rt: ResourceType, obj: dict[str, Any], propagation: str | None = None) -> None:
@@ -750,13 +764,16 @@ class Cluster:
                         break
                     batch.append(event)
                 last = max(last, self.rv)
-            for _rv, ekey, etype, obj in reversed(batch):
-                if ekey == key and wanted(obj):
+            for _rv, ekey, etype, obj, prev in reversed(batch):
+                if ekey != key:
+                    continue
+                now_in, was_in = wanted(obj), prev is not None and wanted(prev)
+                if etype == "MODIFIED" and now_in != was_in:
+                    # An object entering or leaving the selection is ADDED or DELETED for this watcher.
+                    etype = "ADDED" if now_in else "DELETED"
                     yield {"type": etype, "object": self._as_version(rt, obj)}
-
-
-def _has_status_subresource(rt: ResourceType) -> bool:
-    return rt.status
+                elif now_in:
+                    yield {"type": etype, "object": self._as_version(rt, obj)}
 
 
 def _load_json(raw: bytes) -> Any:
