@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: servingstack_component
-author: Modelplane engineers
+author: Modelplane engineers (@modelplaneai)
 short_description: The plan entry of one serving-stack component
 version_added: 0.1.0
 description:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: servingstack_status
-author: Modelplane engineers
+author: Modelplane engineers (@modelplaneai)
 short_description: Read a serving stack's gateway address and CA certificate
 version_added: 0.1.0
 description:
@@ -31,10 +31,17 @@ options:
     default: ""
   hostname:
     description:
-      - The spec's C(gateway.hostname). The CA certificate is only read when it is set, since
-        without a hostname the gateway serves plain HTTP and has no CA.
+      - The spec's C(gateway.hostname). With O(ca=auto) the CA certificate is only read when it is
+        set, since without a hostname the gateway serves plain HTTP and has no CA.
     type: str
     default: ""
+  ca:
+    description:
+      - When to read the CA certificate. C(auto) reads it when O(hostname) is set; C(always) when the
+        hostname is not known (for example without a spec); C(never) skips it.
+    type: str
+    choices: [auto, always, never]
+    default: auto
   gateway_name:
     description: Name of the Gateway (the C(envoy_gateway) role's C(envoy_gateway_gateway_name)).
     type: str
@@ -118,7 +125,7 @@ class LookupModule(LookupBase):
         except ImportError:
             raise AnsibleLookupError("servingstack_status: the kubernetes Python client is required") from None
         options = {name: self.get_option(name) for name in (
-            "kubeconfig", "context", "hostname", "gateway_name", "gateway_namespace", "ca_name",
+            "kubeconfig", "context", "hostname", "ca", "gateway_name", "gateway_namespace", "ca_name",
             "ca_configmap_namespace", "ca_secret_namespace")}
         try:
             api_client = config.new_client_from_config(
@@ -131,7 +138,7 @@ class LookupModule(LookupBase):
             gateway = _read(custom.get_namespaced_custom_object, "gateway.networking.k8s.io", "v1",
                             options["gateway_namespace"], "gateways", options["gateway_name"])
             ca = None
-            if options["hostname"]:
+            if options["ca"] == "always" or (options["ca"] == "auto" and options["hostname"]):
                 ca = status.ca_from_configmap(_read_raw(core.read_namespaced_config_map, options["ca_name"],
                                                         options["ca_configmap_namespace"]))
                 if ca is None:

@@ -11,7 +11,7 @@ module: servingstack_status_update
 short_description: Write a live ServingStack's status.gateway
 version_added: 0.1.0
 author:
-  - Modelplane engineers
+  - Modelplane engineers (@modelplaneai)
 description:
   - Sets C(status.gateway) of a C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) on the management
     cluster through its C(status) subresource (C(kubernetes.core.k8s) cannot write subresources).

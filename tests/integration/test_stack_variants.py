@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import glob
 import json
 import subprocess
 import tempfile
@@ -88,9 +87,9 @@ def run_live(cluster):
     """site.yml on the live ServingStack: no servingstack_kubeconfig, so the Secret is read."""
     extra = stack_vars(cluster, servingstack_name="west-gke-stack", servingstack_namespace="platform")
     del extra["servingstack_definition"], extra["servingstack_kubeconfig"]
-    before = set(glob.glob(f"{tempfile.gettempdir()}/ansible.*kubeconfig"))
-    result = cluster.run_playbook(SITE, extra_vars=extra)
-    assert set(glob.glob(f"{tempfile.gettempdir()}/ansible.*kubeconfig")) == before, "temporary kubeconfig left"
+    private = Path(tempfile.mkdtemp(dir=cluster.workdir))
+    result = cluster.run_playbook(SITE, extra_vars=extra, env={"TMPDIR": str(private)})
+    assert not list(private.glob("*kubeconfig*")), "the temporary kubeconfig was left behind"
     return result
 
 

@@ -96,6 +96,7 @@ def test_aggregated_discovery_request_gets_legacy_json(api):
     reply = api.get("/apis", accept=accept)
     assert reply.code == 200 and reply.headers["Content-Type"] == "application/json"
     assert reply.body["kind"] == "APIGroupList"
+    assert reply.headers["X-Test-Double"] == "kubernetes-api-standin", "it names itself a test double"
 
 
 def test_version_health_and_system_namespaces(api):
@@ -686,3 +687,33 @@ def test_python_client_typed_and_dynamic(cluster, api, widgets):
     api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _crd(plural="latecomers", kind="Latecomer"))
     late = dyn.resources.get(api_version="test.standin.io/v1", kind="Latecomer")
     assert late.namespaced and late.get(namespace="default").items == []
+
+
+def _upstream_crds():
+    files = [p for p in sorted(UPSTREAM.glob("**/*.yaml"))
+             if "crds" in p.parts and p.name not in ("Chart.yaml", "values.yaml") and "v1.6.0" not in p.parts
+             and "standard" not in p.parts]
+    files += sorted((UPSTREAM / "gateway-api-inference-extension" / "v1.0.2").glob("*.yaml"))
+    files += sorted(GATEWAY_CRDS.glob("*.yaml"))
+    crds = {}
+    for path in files:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                crds.setdefault(doc["metadata"]["name"], doc)
+    return crds
+
+
+@pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream is absent")
+def test_every_upstream_crd_loads_and_its_cel_rules_compile(tmp_path):
+    with running_cluster(tmp_path, simulate_controllers=False) as fresh:
+        api = Api(fresh.url)
+        crds = _upstream_crds()
+        assert len(crds) >= 25
+        for name, crd in crds.items():
+            reply = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            assert reply.code == 201, (name, reply.body)
+        report = api.get("/_standin/cel").body
+        assert report["uncompiled"] == [] and report["compiled"] > 500
+        groups = {g["name"] for g in api.get("/apis").body["groups"]}
+        assert {"cert-manager.io", "gateway.networking.k8s.io", "inference.networking.k8s.io",
+                "leaderworkerset.x-k8s.io", "trust.cert-manager.io", "monitoring.coreos.com"} <= groups

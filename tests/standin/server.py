@@ -100,6 +100,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Audit-Id", "standin")
+        self.send_header("X-Test-Double", "kubernetes-api-standin")
         for text in warnings or []:
             quoted = text.replace("\\", "\\\\").replace('"', '\\"')
             self.send_header("Warning", f'299 - "{quoted}"')
@@ -303,6 +304,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Test-Double", "kubernetes-api-standin")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.wfile.flush()

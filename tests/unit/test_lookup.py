@@ -97,12 +97,12 @@ def read_status(kubeconfig, **options):
 
 
 def test_status_is_empty_before_the_gateway_exists(standin):
-    _, kubeconfig = standin
+    kubeconfig = standin[1]
     assert read_status(kubeconfig, hostname="a.example.com") == {}
 
 
 def test_status_reads_the_address_and_the_published_ca(standin):
-    _, kubeconfig = standin
+    kubeconfig = standin[1]
     from kubernetes import client, config
 
     api = config.new_client_from_config(config_file=kubeconfig)

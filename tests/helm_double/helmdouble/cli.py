@@ -399,7 +399,7 @@ def cmd_repo(ctx: Context) -> None:
         raise HelmError(f"helm test double: repo {sub} is not supported")
 
 
-def _resolve(ctx: Context, ref: str) -> Any:
+def resolve_chart(ctx: Context, ref: str) -> Any:
     from helmdouble.catalog import ChartNotFound, resolve
     from helmdouble.chart import Chart
 
@@ -415,7 +415,7 @@ def cmd_show(ctx: Context) -> None:
     if len(args.positionals) < 3:
         raise HelmError('"helm show" requires a subcommand and 1 argument')
     sub, ref = args.positionals[1], args.positionals[2]
-    chart = _resolve(ctx, ref)
+    chart = resolve_chart(ctx, ref)
     if sub == "chart":
         out(_yaml(chart.metadata))
     elif sub == "values":
@@ -669,13 +669,16 @@ def main(argv: list[str]) -> int:
         code = 1
     except BrokenPipeError:  # e.g. piped into head
         code = 0
-    except Exception as exc:  # an API failure we did not map: still helm-shaped, never a traceback
+    except Exception as exc:  # an API failure we did not map, or a bug: still starts with "Error: ", exit 1
         from helmdouble.kube import KubeError, Unreachable
 
         code = 1
-        if not isinstance(exc, (KubeError, Unreachable)):
-            raise
-        sys.stderr.write(f"Error: {exc}\n")
+        if isinstance(exc, (KubeError, Unreachable)):
+            sys.stderr.write(f"Error: {exc}\n")
+        else:  # a bug in the double: say so first, then show where
+            import traceback
+
+            sys.stderr.write(f"Error: internal error in the helm test double: {exc!r}\n{traceback.format_exc()}")
     finally:
         sys.stdout.flush()
         _log(argv, code)

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from helmdouble.chart import KEEP_ANNOTATION, Chart, load_all
-from helmdouble.cli import Context, HelmError, _resolve, out
+from helmdouble.cli import Context, HelmError, out, resolve_chart
 from helmdouble.kube import KubeError
 from helmdouble.release import now, status_text
 from helmdouble.values import ValuesError, load_values_file, merge, parse_set
@@ -213,7 +213,7 @@ def _install(ctx: Context, name: str, ref: str, history: list[dict[str, Any]], p
     args = ctx.args
     namespace = ctx.namespace
     try:
-        chart = _resolve(ctx, ref)
+        chart = resolve_chart(ctx, ref)
     except HelmError as exc:
         raise HelmError(prefix + str(exc)) from exc
     user = user_values(ctx)
@@ -284,7 +284,7 @@ def _upgrade_values(ctx: Context, current: dict[str, Any]) -> dict[str, Any]:
 def _upgrade(ctx: Context, name: str, ref: str, history: list[dict[str, Any]]) -> None:
     args = ctx.args
     namespace = ctx.namespace
-    chart = _resolve(ctx, ref)
+    chart = resolve_chart(ctx, ref)
     current = _current(history, name)
     user = _upgrade_values(ctx, current)
     problem = _values_problems(chart, user) or _render_problems(chart, user, namespace)

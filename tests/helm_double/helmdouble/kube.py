@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any
 
+REQUEST_TIMEOUT = float(os.environ.get("HELM_DOUBLE_REQUEST_TIMEOUT", "30"))
+
 NAMESPACED_STATIC = {
     ("v1", "Secret"): ("/api/v1", "secrets", True),
     ("v1", "Namespace"): ("/api/v1", "namespaces", False),
@@ -88,7 +90,8 @@ class Kube:
             auth_settings=["BearerToken"],
         )
         try:
-            response = self._api.call_api(*params)
+            # A bound on each request, so a stuck API server fails the call instead of hanging the test.
+            response = self._api.call_api(*params, _request_timeout=REQUEST_TIMEOUT)
             response.read()
         except Exception as exc:
             status = getattr(exc, "status", None)
