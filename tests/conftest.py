@@ -16,4 +16,4 @@ if str(COLLECTIONS) not in sys.path:
 # The Kubernetes API stand-in (a test double) and its fixtures: cluster, fresh_cluster, run_playbook.
 if str(REPO / "tests") not in sys.path:
     sys.path.insert(0, str(REPO / "tests"))
-from standin.fixtures import cluster, fresh_cluster, run_playbook  # noqa: E402, F401
+from standin.fixtures import cluster, fresh_cluster, run_playbook  # noqa: E402, F401  # pylint: disable=unused-import

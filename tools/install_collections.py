@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Install the collections this repository needs into a local collections path.
 
 Users normally run ``ansible-galaxy collection install -r requirements.yml``. Machines

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible.errors import AnsibleFilterError
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import releases
 
 
@@ -20,6 +21,22 @@ def helm_release_changes(entries: list[dict[str, Any]], values: dict[str, Any],
     return releases.changes(entries, values or {}, records or [])
 
 
+def helm_release_show_crds(records: list[dict[str, Any]], entries: list[dict[str, Any]],
+                           binary: str = "helm") -> list[dict[str, Any]]:
+    """``[{name, argv}]``: the ``helm show crds`` command for each of our installed releases."""
+    return releases.show_crds_commands(records or [], entries or [], binary)
+
+
+def helm_release_crd_refs(texts: list[str]) -> list[dict[str, Any]]:
+    """CustomResourceDefinition references (apiVersion, kind, metadata.name) for the CRDs in helm outputs."""
+    try:
+        names = releases.crd_names(*(texts or []))
+    except ValueError as exc:
+        raise AnsibleFilterError(f"helm_release_crd_refs: helm output is {exc}") from exc
+    return [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name}}
+            for name in names]
+
+
 class FilterModule:
     """modelplane.serving Helm release filters."""
 
@@ -27,4 +44,6 @@ class FilterModule:
         return {
             "helm_release_records": helm_release_records,
             "helm_release_changes": helm_release_changes,
+            "helm_release_show_crds": helm_release_show_crds,
+            "helm_release_crd_refs": helm_release_crd_refs,
         }

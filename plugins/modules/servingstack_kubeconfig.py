@@ -87,8 +87,10 @@ authenticated_as:
 """
 
 import os
+import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.credentials import check_kubeconfig
 
@@ -106,6 +108,24 @@ def _write_private(path: str, text: str) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def post_form(url: str, body: bytes, ca_file: str | None = None, timeout: float = 30.0) -> bytes:
+    """POST a form to an HTTPS token endpoint with certificate verification on; return the body."""
+    if not url.startswith("https://"):
+        raise cloud_identity.CredentialError(f"token endpoint {url!r}: only https:// endpoints are used")
+    try:
+        response = open_url(
+            url, data=body, method="POST", timeout=timeout, validate_certs=True, ca_path=ca_file,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        return response.read()
+    except urllib.error.HTTPError as error:
+        # An OAuth error answer (400/401) carries its reason in the body.
+        return error.read()
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise cloud_identity.CredentialError(f"token endpoint {url}: {reason}") from None
 
 
 def main() -> None:
@@ -128,7 +148,7 @@ def main() -> None:
         if params["identity_type"]:
 
             def post(url: str, body: bytes) -> bytes:
-                return cloud_identity.post_form(url, body, cafile=params["ca_file"])
+                return post_form(url, body, ca_file=params["ca_file"])
 
             token = cloud_identity.exchange(
                 params["identity_type"], params["identity_credential"], params["identity_path"], post=post

@@ -31,7 +31,7 @@ def test_molecule_default_scenario_passes_against_the_standin(cluster, tmp_path)
     env["PATH"] = f"{cluster.env.get('PATH', os.environ['PATH'])}{os.pathsep}{BIN}"
     result = subprocess.run(
         [str(BIN / "molecule"), "test", "-s", "default"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-12000:]

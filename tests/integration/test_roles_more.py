@@ -41,7 +41,7 @@ def ok(result: Any, what: str) -> Any:
 
 
 def helm(cluster: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["helm", *args], capture_output=True, text=True, env=cluster.env, timeout=120)
+    return subprocess.run(["helm", *args], capture_output=True, text=True, env=cluster.env, timeout=120, check=False)
 
 
 def release_values(cluster: Any, release: str, namespace: str) -> dict[str, Any] | None:

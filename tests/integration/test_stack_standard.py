@@ -1,7 +1,11 @@
 """The Standard stack end to end on the stand-in: bad input, check mode, a failed install, converge,
-idempotence, a pin bump, a foreign release, teardown. The tests share one cluster and run in order."""
+idempotence, a pin bump, a foreign release, teardown. The tests share one cluster and run in order,
+except the CRD-removing teardown, which has a cluster of its own."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 from stack_support import (
@@ -139,9 +143,34 @@ def test_a_users_release_of_the_same_chart_is_refused_unless_adopted(cluster):
                    capture_output=True)
 
 
-def test_teardown_leaves_no_release_or_object_of_ours(cluster):
-    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster))
+# One CRD from each chart (crds/ folders and templates) and the InferencePool CRD envoy_gateway applies.
+STANDARD_CRDS = (
+    "certificates.cert-manager.io",  # cert-manager: templates (crds.enabled)
+    "bundles.trust.cert-manager.io",  # trust-manager
+    "nodefeatures.nfd.k8s-sigs.io",  # node-feature-discovery: crds/
+    "computedomains.resource.nvidia.com",  # dra-driver-nvidia-gpu: crds/
+    "envoyproxies.gateway.envoyproxy.io",  # gateway-helm: crds/ (Envoy Gateway)
+    "gateways.gateway.networking.k8s.io",  # gateway-helm: crds/ (Gateway API)
+    "leaderworkersets.leaderworkerset.x-k8s.io",  # lws: crds/
+    "servicemonitors.monitoring.coreos.com",  # kube-prometheus-stack: crds/
+    "inferencepools.inference.networking.k8s.io",  # applied by envoy_gateway
+)
+
+
+def crd_names(cluster) -> set[str]:
+    return {crd["metadata"]["name"] for crd in listed(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition")}
+
+
+def helm_calls(log: Path) -> list[list[str]]:
+    return [json.loads(line)["argv"] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_teardown_leaves_no_release_or_object_of_ours(cluster, tmp_path):
+    log = tmp_path / "helm.log"
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster), env={"HELM_DOUBLE_LOG": str(log)})
     assert result.rc == 0, output(result)
+    # Without servingstack_remove_crds no chart is even asked for its CRDs.
+    assert [argv for argv in helm_calls(log) if argv[:1] == ["show"]] == [], helm_calls(log)
     assert releases(cluster) == {}
     assert get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS) is None
     assert get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy") is None
@@ -151,8 +180,7 @@ def test_teardown_leaves_no_release_or_object_of_ours(cluster):
     assert listed(cluster, "cert-manager.io/v1", "Issuer") == []
     assert get(cluster, "v1", "Namespace", "modelplane-system") is None
     # CRDs stay unless servingstack_remove_crds: deleting them would delete users' objects.
-    assert get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
-               "inferencepools.inference.networking.k8s.io") is not None
+    assert set(STANDARD_CRDS) <= crd_names(cluster), sorted(set(STANDARD_CRDS) - crd_names(cluster))
 
 
 def test_a_second_teardown_changes_nothing(cluster):
@@ -161,3 +189,42 @@ def test_a_second_teardown_changes_nothing(cluster):
     assert result.rc == 0, output(result)
     assert result.changed == 0, output(result)
     assert cluster.api.rv == rv, result.requests
+
+
+def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(fresh_cluster, tmp_path):
+    cluster = fresh_cluster
+    assert crd_names(cluster) == set(), "the stand-in starts without CRDs"
+    converged = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
+    assert converged.rc == 0, output(converged)
+    installed = crd_names(cluster)
+    assert set(STANDARD_CRDS) <= installed, sorted(set(STANDARD_CRDS) - installed)
+    # A user's CRD that no chart of ours ships stays.
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
+
+    log = tmp_path / "helm.log"
+    remove = stack_vars(cluster, servingstack_remove_crds=True)
+    rv = cluster.api.rv
+    preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env={"HELM_DOUBLE_LOG": str(log)})
+    assert preview.rc == 0, output(preview)
+    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(preview)}"
+    shown = [argv for argv in helm_calls(log) if argv[:2] == ["show", "crds"]]
+    assert {argv[2] for argv in shown} >= {"node-feature-discovery", "oci://registry.k8s.io/lws/charts/lws"}, shown
+
+    result = cluster.run_playbook(TEARDOWN, extra_vars=remove)
+    assert result.rc == 0, output(result)
+    assert releases(cluster) == {}
+    assert crd_names(cluster) == {"widgets.example.com"}, sorted(crd_names(cluster))
+
+    rv = cluster.api.rv
+    log.unlink()
+    again = cluster.run_playbook(TEARDOWN, extra_vars=remove, env={"HELM_DOUBLE_LOG": str(log)})
+    assert again.rc == 0, output(again)
+    assert again.changed == 0, output(again)
+    assert cluster.api.rv == rv, write_verbs(again)
+    assert helm_calls(log) == [], "a second teardown runs no helm"

@@ -37,6 +37,7 @@ pytestmark = [
 HOSTNAME = "west.inference.example.com"
 GKE_ROOT = "/home/kubernetes/bin/nvidia"
 DRA_NS = "dra-driver-nvidia-gpu"
+BUNDLE = "inference-gateway-client-cas"
 
 
 def ca_pem(name: str) -> str:
@@ -93,6 +94,24 @@ def run_live(cluster):
     return result
 
 
+def assert_client_cas(cluster, cas: list[dict]) -> None:
+    """One ConfigMap per client CA (named after its InferenceGateway), one bundle ConfigMap holding every CA in
+    spec order, and exactly one ClientTrafficPolicy on the https listener trusting the bundle (Envoy Gateway lets
+    only the oldest of several policies on one listener take effect, and takes a single CA reference)."""
+    per_ca = {c["metadata"]["name"]: c["data"] for c in listed(cluster, "v1", "ConfigMap", GATEWAY_NS)
+              if c["metadata"].get("labels", {}).get("modelplane.ai/client-ca") == "true"}
+    assert per_ca == {entry["name"]: {"ca.crt": entry["certificate"]} for entry in cas}
+    bundle = get(cluster, "v1", "ConfigMap", BUNDLE, GATEWAY_NS)["data"]["ca.crt"]
+    pems = ["-----BEGIN CERTIFICATE-----" + block for block in bundle.split("-----BEGIN CERTIFICATE-----")[1:]]
+    assert [pem.strip() for pem in pems] == [entry["certificate"].strip() for entry in cas]
+    policies = listed(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", GATEWAY_NS)
+    assert [p["metadata"]["name"] for p in policies] == [BUNDLE]
+    assert policies[0]["spec"]["targetRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway",
+                                                  "name": "inference-gateway", "sectionName": "https"}]
+    assert policies[0]["spec"]["tls"]["clientValidation"]["caCertificateRefs"] == \
+        [{"group": "", "kind": "ConfigMap", "name": BUNDLE}]
+
+
 @pytest.fixture(scope="module")
 def management(cluster):
     """The stand-in is both the management and the target cluster."""
@@ -130,14 +149,7 @@ def test_a_live_dynamo_stack_with_hostname_and_client_cas_converges(management):
     assert (https["port"], https["protocol"], https["hostname"]) == (443, "HTTPS", HOSTNAME)
     assert https["tls"]["mode"] == "Terminate"
     assert https["tls"]["certificateRefs"][0]["name"] == "mp-gateway-tls"
-    for entry in CAS:
-        configmap = get(cluster, "v1", "ConfigMap", entry["name"], GATEWAY_NS)
-        assert configmap["data"] == {"ca.crt": entry["certificate"]}
-        policy = get(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", entry["name"], GATEWAY_NS)
-        assert policy["spec"]["targetRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway",
-                                                 "name": "inference-gateway", "sectionName": "https"}]
-        assert policy["spec"]["tls"]["clientValidation"]["caCertificateRefs"] == \
-            [{"group": "", "kind": "ConfigMap", "name": entry["name"]}]
+    assert_client_cas(cluster, CAS)
     # GKE's driver root: passed to the DRA driver, plus the quota for its system-critical pods.
     assert helm_values(cluster, "mp-dra-driver-nvidia-gpu", DRA_NS).get("nvidiaDriverRoot") == GKE_ROOT
     assert listed(cluster, "v1", "ResourceQuota", DRA_NS)
@@ -159,9 +171,8 @@ def test_dropping_a_client_ca_and_the_driver_root_removes_their_objects(manageme
                               nvidiaDriverRoot="/"))
     result = run_live(cluster)
     assert result.rc == 0, output(result)
-    assert get(cluster, "v1", "ConfigMap", CAS[0]["name"], GATEWAY_NS) is not None
     assert get(cluster, "v1", "ConfigMap", CAS[1]["name"], GATEWAY_NS) is None
-    assert get(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", CAS[1]["name"], GATEWAY_NS) is None
+    assert_client_cas(cluster, CAS[:1])
     assert "nvidiaDriverRoot" not in helm_values(cluster, "mp-dra-driver-nvidia-gpu", DRA_NS)
     assert listed(cluster, "v1", "ResourceQuota", DRA_NS) == []
     assert releases(cluster)["mp-dra-driver-nvidia-gpu"]["revision"] == 2

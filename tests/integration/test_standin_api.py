@@ -497,6 +497,27 @@ def test_crd_status_discovery_and_deletion(api, widgets):
     assert api.get("/apis/test.standin.io/v1/namespaces/default/gadgets").body["items"] == []
 
 
+def test_crd_deletion_waits_for_instance_finalizers(api):
+    crd = _crd(plural="holds", kind="Hold")
+    api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    base = "/apis/test.standin.io/v1/namespaces/default/holds"
+    held = {"apiVersion": "test.standin.io/v1", "kind": "Hold", "metadata": {"name": "h", "finalizers": ["x/y"]},
+            "spec": {"size": 1}}
+    api.post(base, held)
+    api.post(base, dict(held, metadata={"name": "free"}))
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/holds.test.standin.io"
+    assert api.delete(crd_path).code == 200
+    terminating = api.get(crd_path).body
+    assert terminating["metadata"]["deletionTimestamp"]
+    assert {c["type"] for c in terminating["status"]["conditions"]} >= {"Terminating", "Established"}
+    assert api.get(f"{base}/free").code == 404 and api.get(f"{base}/h").body["metadata"]["deletionTimestamp"]
+    refused = api.post(base, dict(held, metadata={"name": "late"}))
+    assert refused.code == 405 and "terminating" in refused.body["message"]
+    api.patch(f"{base}/h", {"metadata": {"finalizers": None}})
+    assert api.get(crd_path).code == 404
+    assert api.get(base).code == 404
+
+
 def test_crd_name_must_match_spec(api):
     bad = _crd(plural="things")
     bad["metadata"]["name"] = "wrong.test.standin.io"

@@ -12,6 +12,7 @@ import yaml
 from conftest import UPSTREAM
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from standin.controllers import issue_certificate
 from standin_http import Api
 
 CERT_MANAGER_CRDS = UPSTREAM / "cert-manager" / "crds"
@@ -24,7 +25,13 @@ CM = "/apis/cert-manager.io/v1"
 GW = "/apis/gateway.networking.k8s.io/v1"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
+def cluster(fresh_cluster):
+    """A stand-in of its own per test (with simulated controllers): the tests do not depend on each other."""
+    return fresh_cluster
+
+
+@pytest.fixture
 def api(cluster):
     api = Api(cluster.url)
     files = [*sorted(CERT_MANAGER_CRDS.glob("*.yaml")), TRUST_MANAGER_CRD,
@@ -152,6 +159,8 @@ def test_nothing_happens_for_products_not_installed(cluster, api):
 
 
 def test_cert_manager_issues_a_ca_chain(cluster, api):
+    api.post(f"{CM}/clusterissuers", {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer",
+                                      "metadata": {"name": "early"}, "spec": {"selfSigned": {}}})
     install(api, "cert-manager", "cert-manager", version=2)
     api.post(f"{CM}/clusterissuers", {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer",
                                       "metadata": {"name": "selfsigned"}, "spec": {"selfSigned": {}}})
@@ -181,6 +190,10 @@ def test_cert_manager_issues_a_ca_chain(cluster, api):
 
 
 def test_trust_manager_bundle_targets(cluster, api):
+    crt, key, ca = issue_certificate({"commonName": "root", "isCA": True}, None)
+    api.post("/api/v1/namespaces/cert-manager/secrets", {
+        "metadata": {"name": "root-ca"}, "type": "kubernetes.io/tls",
+        "data": {k: base64.b64encode(v).decode() for k, v in (("tls.crt", crt), ("tls.key", key), ("ca.crt", ca))}})
     bundle = {"apiVersion": "trust.cert-manager.io/v1alpha1", "kind": "Bundle", "metadata": {"name": "roots"},
               "spec": {"sources": [{"secret": {"name": "root-ca", "key": "ca.crt"}}],
                        "target": {"configMap": {"key": "ca.pem"},
@@ -204,14 +217,16 @@ def test_envoy_gateway_programs_its_gateways(cluster, api):
     gw = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": "edge"},
           "spec": {"gatewayClassName": "eg", "listeners": [{"name": "http", "protocol": "HTTP", "port": 8080}]}}
     api.post(f"{GW}/namespaces/apps/gateways", gw)
+    api.post(f"{GW}/namespaces/apps/gateways", dict(gw, metadata={"name": "foreign"},
+                                                    spec=dict(gw["spec"], gatewayClassName="other")))
     time.sleep(0.3)
     assert not ready(api.get(f"{GW}/gatewayclasses/eg").body, "Accepted"), "Envoy Gateway is not installed yet"
     install(api, "gateway-helm", "cert-manager")
     edge = wait_for(lambda: api.get(f"{GW}/namespaces/apps/gateways/edge").body, lambda o: ready(o, "Programmed"))
     assert ready(edge, "Programmed") and edge["status"]["addresses"][0]["value"] == "203.0.113.10"
     assert ready(api.get(f"{GW}/gatewayclasses/eg").body, "Accepted")
-    manual = api.get(f"{GW}/namespaces/apps/gateways/gw-manual").body
-    assert manual["status"]["addresses"][0]["value"] == "203.0.113.77", "other classes are left alone"
+    foreign = api.get(f"{GW}/namespaces/apps/gateways/foreign").body
+    assert not ready(foreign, "Programmed") and "addresses" not in foreign["status"], "other classes are left alone"
 
 
 def test_deployments_become_available(cluster, api):

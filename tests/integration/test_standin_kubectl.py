@@ -53,54 +53,67 @@ data:
 """
 
 
+def shop(cluster, ns: str) -> str:
+    """Apply MANIFEST into namespace `ns` (each test has its own, so tests do not depend on each other)."""
+    manifest = MANIFEST.replace("name: shop", f"name: {ns}").replace("namespace: shop", f"namespace: {ns}")
+    cluster.kubectl("apply", "-f", "-", input=manifest)
+    return manifest
+
+
 def test_apply_is_idempotent_and_get_json(cluster):
-    first = cluster.kubectl("apply", "-f", "-", input=MANIFEST).stdout
+    manifest = MANIFEST.replace("name: shop", "name: shop1").replace("namespace: shop", "namespace: shop1")
+    first = cluster.kubectl("apply", "-f", "-", input=manifest).stdout
     assert "deployment.apps/web created" in first and "service/web created" in first
-    second = cluster.kubectl("apply", "-f", "-", input=MANIFEST).stdout
+    second = cluster.kubectl("apply", "-f", "-", input=manifest).stdout
     assert second.count("unchanged") == 4, second
-    deploy = json.loads(cluster.kubectl("get", "deployment", "web", "-n", "shop", "-o", "json").stdout)
+    deploy = json.loads(cluster.kubectl("get", "deployment", "web", "-n", "shop1", "-o", "json").stdout)
     assert deploy["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert "kubectl.kubernetes.io/last-applied-configuration" in deploy["metadata"]["annotations"]
-    table = cluster.kubectl("get", "configmaps", "-n", "shop").stdout
+    table = cluster.kubectl("get", "configmaps", "-n", "shop1").stdout
     assert "settings" in table and "NAME" in table
 
 
 def test_apply_changes_merge_lists_by_key(cluster):
+    manifest = shop(cluster, "shop2")
     extra = "- {name: MODE, value: prod}\n            - {name: X, value: '1'}"
-    changed = MANIFEST.replace("- {name: MODE, value: prod}", extra)
+    changed = manifest.replace("- {name: MODE, value: prod}", extra)
     assert "deployment.apps/web configured" in cluster.kubectl("apply", "-f", "-", input=changed).stdout
-    env = json.loads(cluster.kubectl("get", "deploy", "web", "-n", "shop", "-o", "json").stdout)
+    env = json.loads(cluster.kubectl("get", "deploy", "web", "-n", "shop2", "-o", "json").stdout)
     names = [e["name"] for e in env["spec"]["template"]["spec"]["containers"][0]["env"]]
     assert names == ["MODE", "X"]
     assert env["metadata"]["generation"] == 2
 
 
 def test_patch_and_delete(cluster):
-    cluster.kubectl("patch", "configmap", "settings", "-n", "shop", "-p", '{"data":{"level":"debug"}}')
-    cm = json.loads(cluster.kubectl("get", "cm", "settings", "-n", "shop", "-o", "json").stdout)
+    shop(cluster, "shop3")
+    cluster.kubectl("patch", "configmap", "settings", "-n", "shop3", "-p", '{"data":{"level":"debug"}}')
+    cm = json.loads(cluster.kubectl("get", "cm", "settings", "-n", "shop3", "-o", "json").stdout)
     assert cm["data"] == {"level": "debug"}
-    cluster.kubectl("patch", "deploy", "web", "-n", "shop", "--type", "json",
+    cluster.kubectl("patch", "deploy", "web", "-n", "shop3", "--type", "json",
                     "-p", '[{"op":"replace","path":"/spec/replicas","value":3}]')
-    deploy = json.loads(cluster.kubectl("get", "deploy", "web", "-n", "shop", "-o", "json").stdout)
+    deploy = json.loads(cluster.kubectl("get", "deploy", "web", "-n", "shop3", "-o", "json").stdout)
     assert deploy["spec"]["replicas"] == 3
-    cluster.kubectl("delete", "configmap", "settings", "-n", "shop")
-    missing = cluster.kubectl("get", "configmap", "settings", "-n", "shop", check=False)
+    cluster.kubectl("delete", "configmap", "settings", "-n", "shop3")
+    missing = cluster.kubectl("get", "configmap", "settings", "-n", "shop3", check=False)
     assert missing.returncode != 0 and 'configmaps "settings" not found' in missing.stderr
 
 
 def test_dry_run_server_and_wait(cluster):
-    ghost = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ghost, namespace: shop}\ndata: {a: b}\n"
+    shop(cluster, "shop4")
+    ghost = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ghost, namespace: shop4}\ndata: {a: b}\n"
     out = cluster.kubectl("create", "-f", "-", "--dry-run=server", "-o", "json", input=ghost).stdout
     assert json.loads(out)["metadata"]["name"] == "ghost"
-    assert cluster.kubectl("get", "cm", "ghost", "-n", "shop", check=False).returncode != 0
+    assert cluster.kubectl("get", "cm", "ghost", "-n", "shop4", check=False).returncode != 0
     # the simulated deployment controller makes the Deployment available
-    cluster.kubectl("wait", "--for=condition=Available", "deployment/web", "-n", "shop", "--timeout=20s")
+    cluster.kubectl("wait", "--for=condition=Available", "deployment/web", "-n", "shop4", "--timeout=20s")
 
 
 def test_namespace_delete_waits_until_gone(cluster):
-    cluster.kubectl("delete", "namespace", "shop", "--timeout=30s")
-    gone = cluster.kubectl("get", "namespace", "shop", check=False)
-    assert gone.returncode != 0 and 'namespaces "shop" not found' in gone.stderr
+    shop(cluster, "shop5")
+    cluster.kubectl("delete", "namespace", "shop5", "--timeout=30s")
+    gone = cluster.kubectl("get", "namespace", "shop5", check=False)
+    assert gone.returncode != 0 and 'namespaces "shop5" not found' in gone.stderr
+    assert cluster.kubectl("get", "configmaps", "-n", "shop5", "-o", "name").stdout == ""
 
 
 @pytest.mark.skipif(not GATEWAY_CRDS.is_dir(), reason="../shared/upstream/gateway-api is absent")

@@ -85,6 +85,11 @@ def _ext_functions() -> dict[str, Any]:
     }
 
 
+# Compiled programs by rule text, shared by every stand-in in the process (compiling is the slow part).
+_PROGRAMS: dict[str, Any] = {}
+_PROGRAMS_LOCK = threading.Lock()
+
+
 @dataclass
 class Rule:
     rule: str
@@ -109,7 +114,6 @@ class CelRules:
 
     def __init__(self) -> None:
         self.stats = CelStats()
-        self._cache: dict[str, Any] = {}
         self._by_type: dict[tuple[str, str, str], list[tuple[tuple[Any, ...], Rule]]] = {}
         self._lock = threading.Lock()
         self._env = celpy.Environment() if celpy is not None else None
@@ -120,13 +124,14 @@ class CelRules:
         return self._env is not None
 
     def _compile(self, text: str) -> Any:
-        if text not in self._cache:
-            try:
-                ast = self._env.compile(text)
-                self._cache[text] = self._env.program(ast, functions=self._functions)
-            except Exception as exc:  # cel-python raises several parser/compile error types
-                self._cache[text] = exc
-        return self._cache[text]
+        with _PROGRAMS_LOCK:
+            if text not in _PROGRAMS:
+                try:
+                    ast = self._env.compile(text)
+                    _PROGRAMS[text] = self._env.program(ast, functions=self._functions)
+                except Exception as exc:  # cel-python raises several parser/compile error types
+                    _PROGRAMS[text] = exc
+            return _PROGRAMS[text]
 
     def load(self, rt: Any) -> None:
         """Collect and compile every rule of a CRD version's schema (keyed by group/version/plural)."""

@@ -374,6 +374,8 @@ class Cluster:
                     self._delete_object(child_rt, child, "Background")
         if rt.namespaced and key[0]:
             self._maybe_finish_namespace(key[0])
+        if rt.custom:
+            self._maybe_finish_crd(rt)
 
     def _storage_type(self, group: str, plural: str) -> ResourceType | None:
         for (g, _v, p), rt in self.types.items():
@@ -388,6 +390,9 @@ class Cluster:
         warnings = [] if warnings is None else warnings
         with self.lock:
             self._check_namespace(rt, ns, creating=True)
+            if rt.custom and ((self._crd_of(rt) or {}).get("metadata") or {}).get("deletionTimestamp"):
+                raise APIError(405, "MethodNotAllowed", "create not allowed while custom resource definition is "
+                                                        "terminating")
             obj = self._admit(rt, ns, body, None, None, strict, warnings)
             meta = obj["metadata"]
             if not meta.get("name"):
@@ -561,6 +566,8 @@ class Cluster:
         meta = old["metadata"]
         if rt.kind == "Namespace":
             return self._terminate_namespace(old)
+        if rt.kind == "CustomResourceDefinition":
+            return self._terminate_crd(old)
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return self._as_version(rt, old)
@@ -700,6 +707,42 @@ class Cluster:
             )
             self.cel.load(rt)
             self._register(rt)
+
+    def _crd_of(self, rt: ResourceType) -> dict[str, Any] | None:
+        return self.objects[("apiextensions.k8s.io", "customresourcedefinitions")].get(
+            ("", f"{rt.plural}.{rt.group}"))
+
+    def _terminate_crd(self, crd: dict[str, Any]) -> dict[str, Any]:
+        """Like the API server's customresourcecleanup finalizer: delete every instance (their own
+        finalizers honoured), refuse new ones, and remove the CRD once none is left."""
+        crd_rt = self.type_for("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        spec = crd["spec"]
+        rt = self._storage_type(spec["group"], spec["names"]["plural"])
+        if rt is None or not self._bucket(rt):
+            out = self._as_version(crd_rt, crd)
+            self._remove(crd_rt, crd)
+            return out
+        if crd["metadata"].get("deletionTimestamp"):
+            return self._as_version(crd_rt, crd)
+        obj = copy.deepcopy(crd)
+        obj["metadata"]["deletionTimestamp"] = now()
+        obj["metadata"]["deletionGracePeriodSeconds"] = 0
+        obj["status"]["conditions"] = [c for c in obj["status"].get("conditions") or [] if c["type"] != "Terminating"]
+        obj["status"]["conditions"].append({
+            "type": "Terminating", "status": "True", "reason": "InstanceDeletionPending",
+            "message": "CustomResourceDefinition marked for deletion; instance deletion pending",
+            "lastTransitionTime": now()})
+        out = self._store(crd_rt, obj, "MODIFIED")
+        for instance in list(self._bucket(rt).values()):
+            if not instance["metadata"].get("deletionTimestamp"):
+                self._delete_object(rt, instance, "Background")
+        current = self._crd_of(rt)
+        return out if current is None else self._as_version(crd_rt, current)
+
+    def _maybe_finish_crd(self, rt: ResourceType) -> None:
+        crd = self._crd_of(rt)
+        if crd is not None and crd["metadata"].get("deletionTimestamp") and not self._bucket(rt):
+            self._remove(self.type_for("apiextensions.k8s.io", "v1", "customresourcedefinitions"), crd)
 
     def _crd_drop(self, crd: dict[str, Any]) -> None:
         spec = crd["spec"]

@@ -74,7 +74,7 @@ def make_certificate(common_name: str = "test-ca", ca: bool = True) -> tuple[str
 
 
 CERTIFICATE, PRIVATE_KEY = make_certificate("corpus-ca")
-SECOND_CERTIFICATE, _ = make_certificate("second-ca")
+SECOND_CERTIFICATE = make_certificate("second-ca")[0]
 
 
 def strip_nulls(value: object) -> object:

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import base64
-import datetime
-import http.server
 import json
-import ssl
-import threading
 import urllib.parse
 
 import pytest
 import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
-from cryptography import x509
+from ansible_collections.modelplane.serving.plugins.modules.servingstack_kubeconfig import post_form
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.x509.oid import NameOID
 
 
 def _b64url_decode(part: str) -> bytes:
@@ -102,7 +97,7 @@ def test_exchange_posts_the_jwt_bearer_grant_and_returns_the_token(sa_json):
 )
 def test_bad_google_credentials_are_refused_without_echoing_them(credential, expected):
     with pytest.raises(ci.CredentialError) as error:
-        ci.exchange(ci.GOOGLE, credential, "spec.secrets[1]", post=lambda *_: b"{}")
+        ci.exchange(ci.GOOGLE, credential, "spec.secrets[1]", post=lambda *args: b"{}")
     assert str(error.value).startswith("spec.secrets[1]: ")
     assert expected in str(error.value)
     assert credential not in str(error.value)
@@ -112,18 +107,18 @@ def test_a_non_rsa_key_is_refused(sa_json):
     info = json.loads(sa_json)
     info["private_key"] = _pem(ec.generate_private_key(ec.SECP256R1()))
     with pytest.raises(ci.CredentialError, match="not an RSA key"):
-        ci.exchange(ci.GOOGLE, json.dumps(info), "spec.secrets[1]", post=lambda *_: b"{}")
+        ci.exchange(ci.GOOGLE, json.dumps(info), "spec.secrets[1]", post=lambda *args: b"{}")
 
 
 def test_a_token_endpoint_error_is_reported_by_its_oauth_error_code(sa_json):
     with pytest.raises(ci.CredentialError, match=r"no access_token \(invalid_grant\)"):
-        ci.exchange(ci.GOOGLE, sa_json, "spec.secrets[1]", post=lambda *_: b'{"error": "invalid_grant"}')
+        ci.exchange(ci.GOOGLE, sa_json, "spec.secrets[1]", post=lambda *args: b'{"error": "invalid_grant"}')
 
 
 @pytest.mark.parametrize("identity_type", [ci.AWS, ci.NEBIUS])
 def test_unsupported_identities_are_refused_clearly(identity_type):
     with pytest.raises(ci.CredentialError, match="not supported by this release"):
-        ci.exchange(identity_type, "whatever", "spec.secrets[1]", post=lambda *_: b"{}")
+        ci.exchange(identity_type, "whatever", "spec.secrets[1]", post=lambda *args: b"{}")
 
 
 def test_kubeconfig_with_token_replaces_only_the_current_user():
@@ -149,68 +144,22 @@ def test_select_cloud_identity_finds_the_entry_and_its_index():
     assert ci.select_cloud_identity(secrets[:1]) is None
 
 
-# --- post_form against a real local HTTPS endpoint: verification is on by default ---
-
-
-def _self_signed(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_text(_pem(key))
-    return cert_file, key_file
-
-
-@pytest.fixture()
-def token_server(tmp_path):
-    cert_file, key_file = _self_signed(tmp_path)
-    received: list[bytes] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(self.rfile.read(int(self.headers["Content-Length"])))
-            body = json.dumps({"access_token": "local-token"}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"https://localhost:{server.server_address[1]}/token", cert_file, received
-    server.shutdown()
+# --- the module's post_form against a real local HTTPS endpoint: verification is on by default ---
 
 
 def test_post_form_verifies_the_endpoint_certificate_by_default(token_server):
-    url, _, received = token_server
+    url, _cert_file, received = token_server
     with pytest.raises(ci.CredentialError, match="CERTIFICATE_VERIFY_FAILED"):
-        ci.post_form(url, b"a=b")
+        post_form(url, b"a=b")
     assert received == []
 
 
 def test_post_form_trusts_a_given_ca_and_returns_the_body(token_server):
     url, cert_file, received = token_server
-    assert json.loads(ci.post_form(url, b"a=b", cafile=str(cert_file))) == {"access_token": "local-token"}
+    assert json.loads(post_form(url, b"a=b", ca_file=str(cert_file))) == {"access_token": "local-token"}
     assert received == [b"a=b"]
 
 
 def test_post_form_refuses_plain_http():
     with pytest.raises(ci.CredentialError, match="only https://"):
-        ci.post_form("http://127.0.0.1:1/token", b"a=b")
+        post_form("http://127.0.0.1:1/token", b"a=b")

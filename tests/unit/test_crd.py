@@ -223,7 +223,7 @@ def test_every_cel_rule_compiles(schema):
     environment = celpy.Environment()
     rules = cel_rules(schema)
     assert len(rules) == 4
-    for _, rule, _ in rules:
+    for _path, rule, _message in rules:
         environment.program(environment.compile(rule))
 
 

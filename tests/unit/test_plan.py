@@ -83,7 +83,7 @@ def test_component_entry_shape():
 
 def test_oci_release_and_fixed_version():
     gateway = next(entry for entry in planned() if entry["name"] == "envoy_gateway")
-    first, crds, _ = gateway["releases"]
+    first, crds = gateway["releases"][:2]
     assert first["chart_ref"] == "oci://docker.io/envoyproxy/gateway-helm"
     assert first["chart_repo_url"] is None
     assert crds["version"] == components.AI_GATEWAY_VERSION

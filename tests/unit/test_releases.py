@@ -6,6 +6,7 @@ import base64
 import gzip
 import json
 
+import pytest
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import releases
 
 
@@ -64,3 +65,69 @@ def test_a_foreign_release_of_the_same_chart_is_a_conflict():
 def test_chart_names_come_out_of_helm_list_strings():
     assert releases.chart_of("dra-driver-nvidia-gpu-0.4.0") == "dra-driver-nvidia-gpu"
     assert releases.chart_of("grove-charts-v0.1.0-alpha.12-rc2") == "grove-charts"
+
+
+SHOWN_CRDS = """\
+---
+# Source: node-feature-discovery/crds/nfd-api-crds.yaml
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: nodefeatures.nfd.k8s-sigs.io
+spec: {}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: nodefeaturerules.nfd.k8s-sigs.io
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: not-a-crd
+---
+"""
+
+
+def test_crd_names_come_from_every_document_once_and_nothing_else():
+    listed = "apiVersion: v1\nkind: List\nitems:\n- {kind: CustomResourceDefinition, metadata: {name: a.example.io}}\n"
+    assert releases.crd_names(SHOWN_CRDS, SHOWN_CRDS, "", listed, "# only a comment\n") == [
+        "nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io", "a.example.io"]
+    assert releases.crd_names() == []
+
+
+def test_crd_names_reject_output_that_is_not_yaml():
+    with pytest.raises(ValueError, match="not YAML"):
+        releases.crd_names("kind: [unclosed")
+
+
+def test_show_crds_commands_cover_only_our_installed_releases():
+    lws = {"release": "mp-lws", "chart": "lws", "chart_ref": "oci://registry.k8s.io/lws/charts/lws",
+           "chart_repo_url": None, "version": "v0.8.0", "namespace": "lws-system"}
+    found = [
+        {"name": "mp-cert-manager", "namespace": "cert-manager", "version": "v1.21.0", "chart": "cert-manager"},
+        {"name": "mp-lws", "namespace": "lws-system", "version": "0.8.0", "chart": "lws"},
+        {"name": "my-lws", "namespace": "user-lws", "version": "0.8.0", "chart": "lws"},
+        {"name": "mp-lws", "namespace": "elsewhere", "version": "0.8.0", "chart": "lws"},
+    ]
+    assert releases.show_crds_commands(found, [OURS, lws], "/opt/helm") == [
+        # The installed version (it brought the CRDs), with the chart's repository.
+        {"name": "mp-cert-manager", "argv": ["/opt/helm", "show", "crds", "cert-manager", "--version", "v1.21.0",
+                                             "--repo", "https://charts.jetstack.io"]},
+        # OCI: no --repo; the plan's spelling of the same version.
+        {"name": "mp-lws", "argv": ["/opt/helm", "show", "crds", "oci://registry.k8s.io/lws/charts/lws",
+                                    "--version", "v0.8.0"]},
+    ]
+    assert releases.show_crds_commands([], [OURS]) == []
+
+
+def test_the_crd_refs_filter_makes_deletable_definitions_and_names_bad_output():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.modelplane.serving.plugins.filter import helm
+
+    assert helm.helm_release_crd_refs([SHOWN_CRDS]) == [
+        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+         "metadata": {"name": name}} for name in ("nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io")]
+    assert helm.helm_release_crd_refs([]) == []
+    with pytest.raises(AnsibleFilterError, match="helm_release_crd_refs: helm output is not YAML"):
+        helm.helm_release_crd_refs(["a: [b"])

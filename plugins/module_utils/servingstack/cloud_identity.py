@@ -5,7 +5,7 @@
 The reference: a ServingStack secret of a cloud identity type makes the serving stack
 "authenticate to the cluster as that identity instead of using the kubeconfig's embedded
 credentials". This module turns such a credential into a bearer token and a kubeconfig that
-carries it. Pure functions except :func:`exchange`, which posts one form to a token endpoint.
+carries it. Pure functions: the one network call, a form POST to a token endpoint, is passed in.
 
 No message here ever includes credential data or tokens.
 """
@@ -17,11 +17,8 @@ import copy
 import json
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from typing import Any
-
-import yaml
 
 GOOGLE = "GoogleApplicationCredentials"
 AWS = "AWSWebIdentityCredentials"
@@ -113,30 +110,12 @@ def access_token_from(response_body: bytes, where: str) -> str:
     return token
 
 
+# POSTs a form body to a URL and returns the response body. The module passes one built on
+# ansible.module_utils.urls.open_url (certificate verification on); tests pass their own.
 Poster = Callable[[str, bytes], bytes]
 
 
-def post_form(url: str, body: bytes, timeout: float = 30.0, cafile: str | None = None) -> bytes:
-    """POST a form over HTTPS with certificate verification on; return the response body."""
-    import ssl
-
-    if not url.startswith("https://"):
-        raise CredentialError(f"token endpoint {url!r}: only https:// endpoints are used")
-    request = urllib.request.Request(
-        url, data=body, headers={"Content-Type": "application/x-www-form-urlencoded"}, method="POST"
-    )
-    context = ssl.create_default_context(cafile=cafile)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
-            return response.read()
-    except urllib.error.HTTPError as error:
-        return error.read()
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise CredentialError(f"token endpoint {url}: {reason}") from None
-
-
-def exchange(identity_type: str, credential: str, where: str, post: Poster = post_form, now: int | None = None) -> str:
+def exchange(identity_type: str, credential: str, where: str, post: Poster, now: int | None = None) -> str:
     """A bearer token for the cloud identity ``credential`` of type ``identity_type``."""
     issued_at = int(time.time()) if now is None else now
     if identity_type == GOOGLE:
@@ -158,6 +137,8 @@ def kubeconfig_with_token(kubeconfig_text: str, token: str) -> str:
     Only that user changes: its client certificates, exec plugin or auth provider are dropped,
     since the point is to authenticate as the cloud identity instead of them.
     """
+    import yaml  # PyYAML ships with ansible-core; imported late so the module imports without it
+
     config = yaml.safe_load(kubeconfig_text)
     if not isinstance(config, dict):
         raise CredentialError("the kubeconfig is not a YAML mapping (the value is not shown)")

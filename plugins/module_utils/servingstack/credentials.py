@@ -13,8 +13,6 @@ import base64
 import binascii
 from typing import Any
 
-import yaml
-
 KUBECONFIG = "Kubeconfig"
 
 
@@ -33,7 +31,7 @@ def kubeconfig_ref(spec: dict[str, Any], namespace: str | None) -> dict[str, Any
     if not found:
         raise ValueError("spec.secrets: no entry has type Kubeconfig; one is required to reach the target cluster")
     if len(found) > 1:
-        paths = ", ".join(f"spec.secrets[{index}]" for index, _ in found)
+        paths = ", ".join(f"spec.secrets[{index}]" for index, _entry in found)
         raise ValueError(f"spec.secrets: {len(found)} entries have type Kubeconfig ({paths}); exactly one is allowed")
     index, entry = found[0]
     target_namespace = entry.get("namespace") or namespace
@@ -99,6 +97,8 @@ def secret_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
 
 def check_kubeconfig(text: str, where: str) -> None:
     """Raise ValueError unless ``text`` looks like a kubeconfig with a current context."""
+    import yaml  # PyYAML ships with ansible-core; imported late so the module imports without it
+
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError:

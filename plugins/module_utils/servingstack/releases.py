@@ -19,6 +19,8 @@ import json
 import re
 from typing import Any
 
+import yaml
+
 # "<chart>-<version>" as helm list prints it: the version starts at the first "-<digits>.".
 _CHART_VERSION = re.compile(r"^(?P<chart>.+?)-(?P<version>v?\d+\.\d+\.\d+.*)$")
 
@@ -100,3 +102,50 @@ def changes(releases: list[dict[str, Any]], values: dict[str, Any], found: list[
                 conflicts.append(f"{record['namespace']}/{record['name']} (chart {record['chart']}, ours is "
                                  f"{release['namespace']}/{release['release']})")
     return {"todo": todo, "conflicts": conflicts}
+
+
+def show_crds_commands(found: list[dict[str, Any]], releases: list[dict[str, Any]],
+                       binary: str = "helm") -> list[dict[str, Any]]:
+    """``{name, argv}`` of ``helm show crds`` for each installed release in ``found`` that is one of ``releases``.
+
+    Helm installs a chart's ``crds/`` folder on first install and never deletes it (not on uninstall
+    either), and those CRDs are not in the release manifest: the chart is the only record of them.
+    The chart version is the installed one (the version that brought the CRDs), not the wanted one.
+    Releases of other names (a user's own) are never looked at.
+    """
+    by_name = {(release["namespace"], release["release"]): release for release in releases}
+    commands: list[dict[str, Any]] = []
+    for record in found:
+        release = by_name.get((record.get("namespace"), record.get("name")))
+        if release is None:
+            continue
+        installed = str(record.get("version") or "")
+        # The plan's spelling when it is the installed version ("v0.8.0" vs helm's "0.8.0"), else the installed one.
+        version = release["version"] if not installed or _same_version(installed, release["version"]) else installed
+        argv = [binary, "show", "crds", release["chart_ref"], "--version", str(version)]
+        if release.get("chart_repo_url"):
+            argv += ["--repo", release["chart_repo_url"]]
+        commands.append({"name": record["name"], "argv": argv})
+    return commands
+
+
+def crd_names(*texts: str) -> list[str]:
+    """The names of the CustomResourceDefinitions in multi-document YAML texts (helm output), first seen first.
+
+    Raises ``ValueError`` when a text is not YAML.
+    """
+    names: list[str] = []
+    for text in texts:
+        try:
+            docs = list(yaml.safe_load_all(text or ""))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"not YAML: {exc}") from exc
+        for doc in docs:
+            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else [doc]
+            for item in items or []:
+                if not isinstance(item, dict) or item.get("kind") != "CustomResourceDefinition":
+                    continue
+                name = (item.get("metadata") or {}).get("name")
+                if name and name not in names:
+                    names.append(name)
+    return names
