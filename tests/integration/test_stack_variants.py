@@ -84,12 +84,12 @@ def helm_values(cluster, release: str, namespace: str) -> dict:
     return json.loads(proc.stdout) or {}
 
 
-def run_live(cluster):
+def run_live(cluster, check: bool = False):
     """site.yml on the live ServingStack: no servingstack_kubeconfig, so the Secret is read."""
     extra = stack_vars(cluster, servingstack_name="west-gke-stack", servingstack_namespace="platform")
     del extra["servingstack_definition"], extra["servingstack_kubeconfig"]
     private = Path(tempfile.mkdtemp(dir=cluster.workdir))
-    result = cluster.run_playbook(SITE, extra_vars=extra, env={"TMPDIR": str(private)})
+    result = cluster.run_playbook(SITE, extra_vars=extra, env={"TMPDIR": str(private)}, check=check)
     assert not list(private.glob("*kubeconfig*")), "the temporary kubeconfig was left behind"
     return result
 
@@ -166,6 +166,13 @@ def test_a_live_dynamo_stack_with_hostname_and_client_cas_converges(management):
 
 def test_dropping_a_client_ca_and_the_driver_root_removes_their_objects(management):
     cluster = management
+    # A per-CA policy as an earlier version of the role made it: it would conflict with the bundle's policy.
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "ClientTrafficPolicy",
+        "metadata": {"name": CAS[0]["name"], "namespace": GATEWAY_NS, "labels": {"modelplane.ai/client-ca": "true"}},
+        "spec": {"targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference-gateway",
+                                 "sectionName": "https"}],
+                 "tls": {"clientValidation": {"caCertificateRefs": [{"kind": "ConfigMap", "name": CAS[0]["name"]}]}}}}))
     apply(cluster, live_stack(gateway={"hostname": HOSTNAME, "clientCAs": CAS[:1],
                                        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
                               nvidiaDriverRoot="/"))
@@ -183,6 +190,21 @@ def test_the_live_stack_reconverges_without_changes(management):
     result = run_live(management)
     assert result.rc == 0 and result.changed == 0, output(result)
     assert management.api.rv == rv, result.requests
+
+
+def test_dropping_every_client_ca_removes_the_bundle_and_the_policy(management):
+    cluster = management
+    apply(cluster, live_stack(gateway={"hostname": HOSTNAME,
+                                       "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}))
+    rv = cluster.api.rv
+    preview = run_live(cluster, check=True)
+    assert preview.rc == 0, output(preview)
+    assert cluster.api.rv == rv, "check mode wrote to the cluster"
+    assert_client_cas(cluster, CAS[:1])
+    result = run_live(cluster)
+    assert result.rc == 0, output(result)
+    assert listed(cluster, "v1", "ConfigMap", GATEWAY_NS, label_selector="modelplane.ai/client-ca") == []
+    assert listed(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", GATEWAY_NS) == []
 
 
 def test_a_missing_kubeconfig_secret_is_reported_by_name(cluster):

@@ -570,7 +570,7 @@ def test_custom_resource_schema_validation(api, widgets):
         assert reply.code == 422, (spec, reply.body)
         assert reply.body["reason"] == "Invalid"
         assert reply.body["message"] == f'Widget.test.standin.io "bad" is invalid: {expected}', reply.body["message"]
-        assert reply.body["details"]["causes"][0]["field"] == expected.split(":")[0]
+        assert reply.body["details"]["causes"][0]["field"] == expected.split(":", maxsplit=1)[0]
 
 
 def test_cel_rules_are_enforced_and_uncompilable_ones_counted(api, widgets):
@@ -692,8 +692,8 @@ def test_python_client_typed_and_dynamic(cluster, api, widgets):
     from kubernetes.client.rest import ApiException
 
     core = client.CoreV1Api(cluster.client())
-    core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py"),
-                                                                     data={"a": "b"}))
+    config_map = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py"), data={"a": "b"})
+    core.create_namespaced_config_map("default", config_map)
     assert core.read_namespaced_config_map("py", "default").data == {"a": "b"}
     with pytest.raises(ApiException) as err:
         core.create_namespaced_config_map("default", {"metadata": {"name": "py"}})

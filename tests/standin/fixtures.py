@@ -105,7 +105,7 @@ class ClusterHandle:
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run the real kubectl (.venv/bin/kubectl) against the stand-in."""
         proc = subprocess.run([str(VENV_BIN / "kubectl"), *args], input=input, capture_output=True, text=True,
-                              env=self.env, timeout=120)
+                              env=self.env, timeout=120, check=False)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
@@ -127,7 +127,7 @@ class ClusterHandle:
             cmd += ["--tags", tags if isinstance(tags, str) else ",".join(tags)]
         before = self.stats()
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**self.env, **(env or {})}, cwd=REPO,
-                              timeout=timeout)
+                              timeout=timeout, check=False)
         after = self.stats()
         requests = {
             "total": after["total"] - before["total"],

@@ -51,7 +51,7 @@ def validate_name(kind: str, name: str) -> list[Cause]:
 
 
 def _qualified_key(field: str, key: str) -> list[Cause]:
-    prefix, _, name = key.rpartition("/")
+    prefix, _slash, name = key.rpartition("/")
     problems = []
     if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         problems.append("prefix part must be a lowercase RFC 1123 subdomain")
@@ -303,8 +303,8 @@ def _workload(kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> lis
         return causes
     labels = (template.get("metadata") or {}).get("labels") or {}
     if kind != "Job" and isinstance(selector, dict) and selector and not _selector_matches(selector, labels):
-        causes.append(_invalid("spec.template.metadata.labels", labels, "`selector` does not match template "
-                                                                         "`labels`"))
+        message = "`selector` does not match template `labels`"
+        causes.append(_invalid("spec.template.metadata.labels", labels, message))
     causes.extend(_pod_spec(template.get("spec"), "spec.template.spec"))
     pod = template.get("spec") if isinstance(template.get("spec"), dict) else {}
     if kind == "Job" and pod.get("restartPolicy") not in ("OnFailure", "Never"):
@@ -356,6 +356,7 @@ def _data_keys(obj: dict[str, Any], fields: tuple[str, ...]) -> list[Cause]:
 
 def _immutable_and_size(obj: dict[str, Any], old: dict[str, Any] | None, fields: tuple[str, ...]) -> list[Cause]:
     causes = []
+
     def length(field: str, value: str) -> int:  # Secret data and binaryData count decoded bytes
         if (field == "data" and obj.get("kind") != "Secret") or field not in ("data", "binaryData"):
             return len(value.encode())

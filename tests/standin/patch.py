@@ -194,7 +194,7 @@ def strategic_merge(target: Any, patch: Any, kind: str, path: tuple[str, ...] = 
         result[key] = copy.deepcopy(value)
     for field, order in orders.items():
         if isinstance(result.get(field), list):
-            _, mkey = merge_key(kind, path, field)
+            _merge_kind, mkey = merge_key(kind, path, field)
             result[field] = _reorder(result[field], order, mkey)
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}

@@ -230,8 +230,8 @@ class Handler(BaseHTTPRequestHandler):
         rt = cluster.type_for(group, version, rest[0])
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
-        if sub is not None and not (sub == "status" and rt.status) and not (sub == "finalize" and
-                                                                          rt.kind == "Namespace"):
+        served_sub = (sub == "status" and rt.status) or (sub == "finalize" and rt.kind == "Namespace")
+        if sub is not None and not served_sub:
             raise APIError(404, "NotFound", "the server could not find the requested resource")
         if sub == "finalize":
             sub = None

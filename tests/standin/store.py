@@ -161,7 +161,7 @@ class Cluster:
             return [rt for (g, v, _p), rt in self.types.items() if g == group and v == version]
 
     def kind_type(self, api_version: str, kind: str) -> ResourceType | None:
-        group, _, version = api_version.rpartition("/")
+        group, _slash, version = api_version.rpartition("/")
         with self.lock:
             for (g, v, _p), rt in self.types.items():
                 if g == group and v == version and rt.kind == kind:
@@ -397,7 +397,7 @@ class Cluster:
             meta = obj["metadata"]
             if not meta.get("name"):
                 meta["name"] = meta["generateName"] + "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789")
-                                                              for _ in range(5))
+                                                              for _attempt in range(5))
             if (meta.get("namespace") or "", meta["name"]) in self._bucket(rt):
                 raise APIError(409, "AlreadyExists", f'{rt.resource_key} "{meta["name"]}" already exists',
                                {"name": meta["name"], "group": rt.group, "kind": rt.plural})
@@ -632,8 +632,8 @@ class Cluster:
         causes: list[Cause] = []
         names = spec.get("names") or {}
         group, plural = spec.get("group"), names.get("plural")
-        for field, value in (("spec.group", group), ("spec.names.plural", plural), ("spec.names.kind",
-                                                                                      names.get("kind"))):
+        required = (("spec.group", group), ("spec.names.plural", plural), ("spec.names.kind", names.get("kind")))
+        for field, value in required:
             if not value:
                 causes.append(Cause("FieldValueRequired", field, f"{field}: Required value"))
         if spec.get("scope") not in ("Namespaced", "Cluster"):

@@ -12,6 +12,7 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack im
 from ansible_collections.modelplane.serving.plugins.modules.servingstack_kubeconfig import post_form
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import  (registers the fixture)
 
 
 def _b64url_decode(part: str) -> bytes:

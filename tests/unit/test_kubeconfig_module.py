@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 from test_cloud_identity import KUBECONFIG, _pem
+from token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import  (registers the fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

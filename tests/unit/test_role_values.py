@@ -503,7 +503,7 @@ def test_modelexpress_role_grants_what_the_upstream_rbac_does(mx_docs):
     ours = _grants(_one(mx_docs["server"], "Role")["rules"])
     assert _grants(their_role["rules"]) <= ours
     # ...and nothing beyond the ModelExpress kinds and configmaps.
-    assert {(g, r.split("/")[0]) for g, r, _ in ours} == {
+    assert {(g, r.split("/")[0]) for g, r, _values in ours} == {
         ("modelexpress.nvidia.com", "modelmetadatas"),
         ("modelexpress.nvidia.com", "modelcacheentries"),
         ("", "configmaps"),

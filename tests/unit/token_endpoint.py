@@ -1,4 +1,4 @@
-"""Fixtures shared by the unit tests."""
+"""A local HTTPS OAuth token endpoint for the cloud identity tests (a pytest fixture)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def _self_signed(tmp_path):
     return cert_file, key_file
 
 
-@pytest.fixture()
-def token_server(tmp_path):
+@pytest.fixture(name="token_server")
+def token_server_fixture(tmp_path):
     """A local HTTPS OAuth token endpoint with a self-signed certificate: (url, cert file, bodies received)."""
     cert_file, key_file = _self_signed(tmp_path)
     received: list[bytes] = []
