@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import releases
 
@@ -29,10 +30,13 @@ def helm_release_show_crds(records: list[dict[str, Any]], entries: list[dict[str
 
 def helm_release_crd_refs(texts: list[str]) -> list[dict[str, Any]]:
     """CustomResourceDefinition references (apiVersion, kind, metadata.name) for the CRDs in helm outputs."""
-    try:
-        names = releases.crd_names(*(texts or []))
-    except ValueError as exc:
-        raise AnsibleFilterError(f"helm_release_crd_refs: helm output is {exc}") from exc
+    docs: list[Any] = []
+    for text in texts or []:
+        try:
+            docs.extend(yaml.safe_load_all(text or ""))
+        except yaml.YAMLError as exc:
+            raise AnsibleFilterError(f"helm_release_crd_refs: helm output is not YAML: {exc}") from None
+    names = releases.crd_names(docs)
     return [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name}}
             for name in names]
 

@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import releases
 
 
@@ -90,15 +91,13 @@ metadata:
 
 
 def test_crd_names_come_from_every_document_once_and_nothing_else():
-    listed = "apiVersion: v1\nkind: List\nitems:\n- {kind: CustomResourceDefinition, metadata: {name: a.example.io}}\n"
-    assert releases.crd_names(SHOWN_CRDS, SHOWN_CRDS, "", listed, "# only a comment\n") == [
+    listed = {"apiVersion": "v1", "kind": "List",
+              "items": [{"kind": "CustomResourceDefinition", "metadata": {"name": "a.example.io"}}, None]}
+    docs = [*yaml.safe_load_all(SHOWN_CRDS), *yaml.safe_load_all(SHOWN_CRDS), None, "text", listed,
+            {"kind": "CustomResourceDefinition", "metadata": {}}]
+    assert releases.crd_names(docs) == [
         "nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io", "a.example.io"]
-    assert releases.crd_names() == []
-
-
-def test_crd_names_reject_output_that_is_not_yaml():
-    with pytest.raises(ValueError, match="not YAML"):
-        releases.crd_names("kind: [unclosed")
+    assert releases.crd_names([]) == []
 
 
 def test_show_crds_commands_cover_only_our_installed_releases():
@@ -129,5 +128,7 @@ def test_the_crd_refs_filter_makes_deletable_definitions_and_names_bad_output():
         {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
          "metadata": {"name": name}} for name in ("nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io")]
     assert helm.helm_release_crd_refs([]) == []
+    assert helm.helm_release_crd_refs(["", "# only a comment\n", SHOWN_CRDS])[0]["metadata"]["name"] \
+        == "nodefeatures.nfd.k8s-sigs.io"
     with pytest.raises(AnsibleFilterError, match="helm_release_crd_refs: helm output is not YAML"):
         helm.helm_release_crd_refs(["a: [b"])

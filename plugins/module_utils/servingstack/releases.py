@@ -17,9 +17,8 @@ import binascii
 import gzip
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
-
-import yaml
 
 # "<chart>-<version>" as helm list prints it: the version starts at the first "-<digits>.".
 _CHART_VERSION = re.compile(r"^(?P<chart>.+?)-(?P<version>v?\d+\.\d+\.\d+.*)$")
@@ -129,23 +128,19 @@ def show_crds_commands(found: list[dict[str, Any]], releases: list[dict[str, Any
     return commands
 
 
-def crd_names(*texts: str) -> list[str]:
-    """The names of the CustomResourceDefinitions in multi-document YAML texts (helm output), first seen first.
+def crd_names(docs: Iterable[Any]) -> list[str]:
+    """The names of the CustomResourceDefinitions among parsed YAML documents (helm output), first seen first.
 
-    Raises ``ValueError`` when a text is not YAML.
+    Lists (``kind: ...List``) are looked into; anything else is ignored. The caller parses the YAML:
+    module_utils stay standard library only.
     """
     names: list[str] = []
-    for text in texts:
-        try:
-            docs = list(yaml.safe_load_all(text or ""))
-        except yaml.YAMLError as exc:
-            raise ValueError(f"not YAML: {exc}") from exc
-        for doc in docs:
-            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else [doc]
-            for item in items or []:
-                if not isinstance(item, dict) or item.get("kind") != "CustomResourceDefinition":
-                    continue
-                name = (item.get("metadata") or {}).get("name")
-                if name and name not in names:
-                    names.append(name)
+    for doc in docs:
+        items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else [doc]
+        for item in items or []:
+            if not isinstance(item, dict) or item.get("kind") != "CustomResourceDefinition":
+                continue
+            name = (item.get("metadata") or {}).get("name")
+            if name and name not in names:
+                names.append(name)
     return names
