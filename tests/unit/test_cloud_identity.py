@@ -12,7 +12,9 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack im
 from ansible_collections.modelplane.serving.plugins.modules.servingstack_kubeconfig import post_form
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import  (registers the fixture)
+
+# Importing the fixture function registers the token_server fixture for this module.
+from token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import
 
 
 def _b64url_decode(part: str) -> bytes:
