@@ -28,8 +28,12 @@ venv: $(STAMP) ## Create .venv with every dependency and the collections.
 plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print its install plan.
 	$(BIN)/ansible-playbook playbooks/plan.yml -e servingstack_src=$(abspath $(SPEC))
 
-test: $(STAMP) ## Run every test: lint, unit, stand-in, playbooks, molecule default, benchmarks' smoke.
-	$(BIN)/python -m pytest
+# Two workers (this project's CI has 2 cores); --dist loadfile keeps each test module's ordered,
+# shared-cluster tests on one worker. Benchmarks run afterwards, alone, so their ratios are not
+# skewed by the other worker.
+test: $(STAMP) ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default, then the benchmarks.
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench"
+	$(BIN)/python -m pytest -p no:xdist -m bench -s tests/bench
 
 unit: $(STAMP) ## Run the fast unit tests only.
 	$(BIN)/python -m pytest tests/unit
@@ -38,7 +42,7 @@ lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
 bench: $(STAMP) ## Run the benchmarks in tests/bench and print their ratios.
-	$(BIN)/python -m pytest tests/bench -s -p no:xdist -m bench
+	$(BIN)/python -m pytest -p no:xdist -m bench -s tests/bench
 
 demo: $(STAMP) ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
 	SPEC=$(SPEC) tests/demo/run

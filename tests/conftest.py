@@ -13,6 +13,13 @@ UPSTREAM = SHARED / "upstream"
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
 
+# Install Ansible's collection loader before any test imports ansible_collections.*, so plain
+# imports and Ansible's plugin loader (lookups, filters in a Templar) see one and the same
+# modelplane.serving, whatever order the test modules run in.
+from ansible.plugins.loader import init_plugin_loader  # noqa: E402
+
+init_plugin_loader([str(COLLECTIONS)])
+
 # The Kubernetes API stand-in (a test double) and its fixtures: cluster, fresh_cluster, run_playbook.
 if str(REPO / "tests") not in sys.path:
     sys.path.insert(0, str(REPO / "tests"))

@@ -51,13 +51,6 @@ REMOTE_SUBCHARTS = {"kube-prometheus-stack": {"grafana", "kube-state-metrics", "
 # --------------------------------------------------------------------------- rendering helpers
 
 
-@cache
-def _plugin_loader() -> None:
-    from ansible.plugins.loader import init_plugin_loader
-
-    init_plugin_loader([str(COLLECTIONS)])
-
-
 def _load(path: Path) -> dict[str, Any]:
     from ansible.parsing.dataloader import DataLoader
 
@@ -69,7 +62,7 @@ def templar(role: str, **extra: Any):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
-    _plugin_loader()
+    # tests/conftest.py installed Ansible's collection loader over .collections for the session.
     variables: dict[str, Any] = {}
     variables.update(_load(ROLES / role / "defaults" / "main.yml"))
     if (ROLES / role / "vars" / "main.yml").exists():
