@@ -553,3 +553,33 @@ def test_modelexpress_selector_survives_custom_labels():
     assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     assert _one(docs, "Service")["spec"]["selector"].items() <= pod_labels.items()
     assert pod_labels["team"] == "inference"
+
+
+# --------------------------------------------------------------------------- envoy_gateway templates
+
+
+def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_strings():
+    # The spec accepts these; rendered unquoted, YAML would read an alias (*.), an integer, a boolean
+    # and a null, and a real API server would refuse the objects (or the parse would fail mid-converge).
+    from servingstack_docs import CERTIFICATE as certificate
+
+    spec = {
+        "gateway": {
+            "className": "true",
+            "hostname": "*.example.com",
+            "listeners": [{"name": "8080", "port": 8080, "protocol": "HTTP"}],
+            "clientCAs": [{"name": "null", "certificate": certificate}],
+        },
+    }
+    gateway_docs = render("envoy_gateway", "gateway.yaml.j2", envoy_gateway_spec=spec)
+    tls_docs = render("envoy_gateway", "tls.yaml.j2", envoy_gateway_spec=spec)
+    by_kind = {(doc["kind"], doc["metadata"]["name"]): doc for doc in gateway_docs + tls_docs}
+    assert by_kind[("GatewayClass", "true")]["metadata"]["name"] == "true"
+    gateway = next(doc for doc in gateway_docs if doc["kind"] == "Gateway")
+    assert gateway["spec"]["gatewayClassName"] == "true"
+    names = [listener["name"] for listener in gateway["spec"]["listeners"]]
+    assert names[0] == "8080"
+    assert all(isinstance(listener["port"], int) for listener in gateway["spec"]["listeners"])
+    assert ("ConfigMap", "null") in by_kind
+    serving = [doc for doc in tls_docs if doc["kind"] == "Certificate" and "dnsNames" in doc["spec"]]
+    assert serving[0]["spec"]["dnsNames"] == ["*.example.com"]
