@@ -36,6 +36,17 @@ def test_records_keep_the_latest_revision_and_skip_other_secrets():
                       "chart": "cert-manager", "version": "v1.21.1", "config": {"a": 1}}]
 
 
+def test_a_users_release_values_are_never_kept():
+    found = releases.records([
+        record_secret("cm", "tools", 1, "deployed", "cert-manager", "v1.21.1", {"password": "hunter2"}),
+        record_secret("mp-lws", "lws-system", 1, "deployed", "lws", "v0.8.0", {"a": 1}),
+    ])
+    by_name = {record["name"]: record for record in found}
+    assert by_name["cm"]["config"] == {}
+    assert by_name["cm"]["chart"] == "cert-manager"  # still known, for the conflict check
+    assert by_name["mp-lws"]["config"] == {"a": 1}
+
+
 def test_a_deployed_release_with_the_same_version_and_values_needs_no_helm():
     found = releases.records([record_secret("mp-cert-manager", "cert-manager", 1, "deployed", "cert-manager",
                                             "v1.21.1", VALUES["mp-cert-manager"])])

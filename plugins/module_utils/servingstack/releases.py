@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 # "<chart>-<version>" as helm list prints it: the version starts at the first "-<digits>.".
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import RELEASE_PREFIX
+
 _CHART_VERSION = re.compile(r"^(?P<chart>.+?)-(?P<version>v?\d+\.\d+\.\d+.*)$")
 
 
@@ -61,7 +63,9 @@ def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "status": (release.get("info") or {}).get("status", ""),
             "chart": metadata.get("name", ""),
             "version": metadata.get("version", ""),
-            "config": _normal(release.get("config")),
+            # Only our own releases' values are kept (to compare with what we want); a user's
+            # release may carry credentials in its values and we never need them.
+            "config": _normal(release.get("config")) if str(release.get("name", "")).startswith(RELEASE_PREFIX) else {},
         }
         key = (record["namespace"], record["name"])
         if key not in latest or latest[key]["revision"] < record["revision"]:
