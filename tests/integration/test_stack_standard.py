@@ -178,7 +178,10 @@ def test_teardown_leaves_no_release_or_object_of_ours(cluster, tmp_path):
     assert listed(cluster, "trust.cert-manager.io/v1alpha1", "Bundle") == []
     assert listed(cluster, "cert-manager.io/v1", "Certificate") == []
     assert listed(cluster, "cert-manager.io/v1", "Issuer") == []
-    assert get(cluster, "v1", "Namespace", "modelplane-system") is None
+    # The control plane's namespace is never deleted (it may hold the ServingStack itself); only
+    # the CA ConfigMap trust-manager wrote there goes.
+    assert get(cluster, "v1", "Namespace", "modelplane-system") is not None
+    assert get(cluster, "v1", "ConfigMap", "mp-gateway-ca", "modelplane-system") is None
     # CRDs stay unless servingstack_remove_crds: deleting them would delete users' objects.
     assert set(STANDARD_CRDS) <= crd_names(cluster), sorted(set(STANDARD_CRDS) - crd_names(cluster))
 
