@@ -87,6 +87,7 @@ authenticated_as:
 """
 
 import os
+import tempfile
 import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
@@ -97,13 +98,11 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.cr
 
 def _write_private(path: str, text: str) -> None:
     """Write ``text`` to ``path`` readable by the owner only, never wider even for a moment."""
-    directory = os.path.dirname(path) or "."
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # mkstemp creates the file 0600 with O_EXCL under an unpredictable name, then it is renamed.
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".servingstack-kubeconfig-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
