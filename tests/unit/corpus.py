@@ -339,6 +339,8 @@ MODULE_ONLY = [
          path="spec.gateway.clientCAs[0].certificate", fragment="without its matching", why="PEM"),
     case("hostname IP", ("spec.gateway.hostname", "10.0.0.1"), path="spec.gateway.hostname",
          fragment="is an IP address", why="Gateway API Hostname forbids IPs; no pattern says it"),
+    case("hostname label over 63", ("spec.gateway.hostname", "a" * 64 + ".example.com"), path="spec.gateway.hostname",
+         fragment="has a label longer than 63 characters", why="RFC 1123 label length; the pattern does not bound it"),
     case("envoy gateway v1.9.0", ("spec.versions.envoyGateway", "v1.9.0"), path="spec.versions.envoyGateway",
          fragment="v1.9.x is out of range until the AI Gateway release that pairs with it", why="version rule"),
     case("envoy gateway v1.8.0", ("spec.versions.envoyGateway", "v1.8.0"), path="spec.versions.envoyGateway",

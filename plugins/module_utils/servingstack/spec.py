@@ -190,6 +190,8 @@ class _Walk:
                 self.add(path, reason)
         elif check == "hostname" and _is_ip_address(value):
             self.add(path, f"{shown} is an IP address; a Gateway API Hostname must be a DNS name")
+        elif check == "hostname" and any(len(label) > 63 for label in value.split(".")):
+            self.add(path, f"{shown} has a label longer than 63 characters; a DNS name's labels are 1-63 characters")
         return value
 
     def integer(self, schema: dict, value: object, path: str) -> int | None:
