@@ -626,8 +626,6 @@ def test_gateway_api_crds_load_and_validate(cluster, api):
 
 def test_servingstack_crd_loads(api):
     crd_file = REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"
-    if not crd_file.exists():
-        pytest.skip("crds/servingstacks.infrastructure.modelplane.ai.yaml is not written yet (another helper's area)")
     crd = yaml.safe_load(crd_file.read_text())
     reply = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert reply.code == 201, reply.body

@@ -9,6 +9,7 @@ corpus lists them as ``MODULE_ONLY``.
 
 from __future__ import annotations
 
+import celpy  # cel-python (tests/requirements.txt) evaluates the CRD's CEL rules
 import pytest
 import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import crd, spec
@@ -203,7 +204,6 @@ def cel_rules(schema: dict) -> list[tuple[tuple[str, ...], str, str]]:
 
 
 def cel_failures(schema: dict, document: dict) -> list[str]:
-    celpy = pytest.importorskip("celpy", reason="cel-python evaluates the CRD's CEL rules")
     environment = celpy.Environment()
     failures = []
     for path, rule, message in cel_rules(schema):
@@ -219,7 +219,6 @@ def cel_failures(schema: dict, document: dict) -> list[str]:
 
 
 def test_every_cel_rule_compiles(schema):
-    celpy = pytest.importorskip("celpy", reason="cel-python evaluates the CRD's CEL rules")
     environment = celpy.Environment()
     rules = cel_rules(schema)
     assert len(rules) == 4
