@@ -95,12 +95,14 @@ def run_live(cluster, check: bool = False):
 
 
 def assert_client_cas(cluster, cas: list[dict]) -> None:
-    """One ConfigMap per client CA (named after its InferenceGateway), one bundle ConfigMap holding every CA in
+    """One ConfigMap per client CA (mp-client-ca-<InferenceGateway>), one bundle ConfigMap holding every CA in
     spec order, and exactly one ClientTrafficPolicy on the https listener trusting the bundle (Envoy Gateway lets
     only the oldest of several policies on one listener take effect, and takes a single CA reference)."""
-    per_ca = {c["metadata"]["name"]: c["data"] for c in listed(cluster, "v1", "ConfigMap", GATEWAY_NS)
+    per_ca = {c["metadata"]["name"]: (c["metadata"]["annotations"]["modelplane.ai/inference-gateway"], c["data"])
+              for c in listed(cluster, "v1", "ConfigMap", GATEWAY_NS)
               if c["metadata"].get("labels", {}).get("modelplane.ai/client-ca") == "true"}
-    assert per_ca == {entry["name"]: {"ca.crt": entry["certificate"]} for entry in cas}
+    assert per_ca == {f"mp-client-ca-{entry['name']}": (entry["name"], {"ca.crt": entry["certificate"]})
+                      for entry in cas}
     bundle = get(cluster, "v1", "ConfigMap", BUNDLE, GATEWAY_NS)["data"]["ca.crt"]
     pems = ["-----BEGIN CERTIFICATE-----" + block for block in bundle.split("-----BEGIN CERTIFICATE-----")[1:]]
     assert [pem.strip() for pem in pems] == [entry["certificate"].strip() for entry in cas]
@@ -173,12 +175,19 @@ def test_dropping_a_client_ca_and_the_driver_root_removes_their_objects(manageme
         "spec": {"targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference-gateway",
                                  "sectionName": "https"}],
                  "tls": {"clientValidation": {"caCertificateRefs": [{"kind": "ConfigMap", "name": CAS[0]["name"]}]}}}}))
+    # Someone else's ConfigMap that happens to carry an InferenceGateway's name: never ours to touch.
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CAS[1]["name"], "namespace": GATEWAY_NS},
+        "data": {"owner": "someone else"}}))
     apply(cluster, live_stack(gateway={"hostname": HOSTNAME, "clientCAs": CAS[:1],
                                        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
                               nvidiaDriverRoot="/"))
     result = run_live(cluster)
     assert result.rc == 0, output(result)
-    assert get(cluster, "v1", "ConfigMap", CAS[1]["name"], GATEWAY_NS) is None
+    assert get(cluster, "v1", "ConfigMap", f"mp-client-ca-{CAS[1]['name']}", GATEWAY_NS) is None
+    theirs = get(cluster, "v1", "ConfigMap", CAS[1]["name"], GATEWAY_NS)
+    assert theirs is not None and theirs["data"] == {"owner": "someone else"}
+    assert "modelplane.ai/client-ca" not in (theirs["metadata"].get("labels") or {})
     assert_client_cas(cluster, CAS[:1])
     assert "nvidiaDriverRoot" not in helm_values(cluster, "mp-dra-driver-nvidia-gpu", DRA_NS)
     assert listed(cluster, "v1", "ResourceQuota", DRA_NS) == []

@@ -580,6 +580,7 @@ def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_str
     names = [listener["name"] for listener in gateway["spec"]["listeners"]]
     assert names[0] == "8080"
     assert all(isinstance(listener["port"], int) for listener in gateway["spec"]["listeners"])
-    assert ("ConfigMap", "null") in by_kind
+    annotations = by_kind[("ConfigMap", "mp-client-ca-null")]["metadata"]["annotations"]
+    assert annotations == {"modelplane.ai/inference-gateway": "null"}
     serving = [doc for doc in tls_docs if doc["kind"] == "Certificate" and "dnsNames" in doc["spec"]]
     assert serving[0]["spec"]["dnsNames"] == ["*.example.com"]
