@@ -177,6 +177,7 @@ plan:
           version: v1.21.1
           namespace: cert-manager
           version_key: versions.certManager
+          atomic: true
     manifests:
       description: Objects applied from manifests rather than charts, by name.
       type: list

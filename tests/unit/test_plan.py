@@ -76,6 +76,7 @@ def test_component_entry_shape():
             "version": "v1.21.1",
             "namespace": "cert-manager",
             "version_key": "versions.certManager",
+            "atomic": True,
         }],
         "manifests": [],
     }
@@ -127,3 +128,10 @@ def test_release_entry_for_a_repository_chart():
     assert entry["chart_repo_url"] == "https://example.com/charts"
     assert entry["release"] == "mp-x"
     assert entry["version"] == "v1.0.0"
+
+
+def test_only_the_kai_scheduler_release_is_not_atomic():
+    # KAI's upstream does not support helm rollback, so --atomic would roll a failed upgrade back.
+    dynamo = dict(spec.defaulted_spec(), stack="Dynamo")
+    releases = [release for entry in plan.build_plan(dynamo) for release in entry["releases"]]
+    assert {release["release"] for release in releases if not release["atomic"]} == {"mp-kai-scheduler"}

@@ -34,6 +34,9 @@ class Chart:
     # Spec path of the version pin, or None when ``version`` is fixed by this collection.
     version_key: str | None = None
     version: str | None = None
+    # helm --atomic: a failed install is purged and a failed upgrade rolled back. Off only for
+    # charts whose upstream says rollback is unsupported.
+    atomic: bool = True
 
     @property
     def release(self) -> str:
@@ -179,6 +182,8 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler",
                 "kai-scheduler",
                 "dynamo.kaiScheduler",
+                # Upstream: "helm rollback is unsupported" (its CRD upgrader hook runs forward only).
+                atomic=False,
             ),
             Chart("grove-charts", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "grove-system", "dynamo.grove"),
         ),

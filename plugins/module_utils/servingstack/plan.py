@@ -69,6 +69,7 @@ def release_entry(chart: Chart, spec: dict) -> dict:
         "version": version,
         "namespace": chart.namespace,
         "version_key": chart.version_key,
+        "atomic": chart.atomic,
     }
 
 
