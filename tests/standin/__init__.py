@@ -33,13 +33,20 @@ def kubeconfig(url: str, name: str = "standin") -> dict[str, Any]:
 class StandIn:
     """One stand-in API server on 127.0.0.1 (random port), served from a background thread."""
 
-    def __init__(self, *, simulate_controllers: bool = False, port: int = 0) -> None:
+    def __init__(self, *, simulate_controllers: bool = False, port: int = 0, ready_after: float = 0.0) -> None:
+        """`ready_after` (seconds, simulated controllers only): how long after a spec change a workload turns
+        ready and a Job completes; 0 makes them ready at once."""
+        if ready_after < 0:
+            raise ValueError(f"ready_after must be >= 0 seconds, not {ready_after}")
+        if ready_after and not simulate_controllers:
+            # Without simulated controllers nothing ever turns ready: a delay would silently mean nothing.
+            raise ValueError("ready_after needs simulate_controllers=True")
         self.cluster = Cluster()
         self.server = StandInServer(("127.0.0.1", port), self.cluster)
         self._thread: threading.Thread | None = None
         from .controllers import Controllers
 
-        self.controllers = Controllers(self.cluster, automatic=simulate_controllers)
+        self.controllers = Controllers(self.cluster, automatic=simulate_controllers, ready_after=ready_after)
 
     @property
     def url(self) -> str:

@@ -6,6 +6,9 @@ Two ways in:
 - automatic mode (`--simulate-controllers`): a background thread reconciles after writes, but only
   for products whose Helm release is deployed (a `helm.sh/release.v1` Secret labelled `owner=helm`,
   `status=deployed`). Nothing else is touched: no fake readiness for products not installed.
+  The built-in workload controllers (Deployments, DaemonSets, StatefulSets, Jobs) always run; with
+  `ready_after` seconds they report a workload ready only that long after its spec last changed, the
+  way image pulls and container starts delay a real rollout.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import gzip
 import hashlib
 import json
 import threading
+import time
 from typing import Any
 
 from cryptography import x509
@@ -34,6 +38,10 @@ ENVOY_GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 GATEWAY_ADDRESS = "203.0.113.10"  # TEST-NET-3: never routable
 LB_ADDRESS = "203.0.113.20"
 CM = "cert-manager.io"
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+# Kinds whose readiness `ready_after` delays (the apps/v1 workloads, and batch/v1 Jobs).
+DELAYED_KINDS = frozenset((*WORKLOAD_KINDS, "Job"))
+IDLE_POLL = 0.2  # seconds between checks of the stop flag when nothing is pending
 
 
 def _b64(data: bytes) -> str:
@@ -62,6 +70,25 @@ def _condition(kind: str, status: str, reason: str, message: str, generation: in
     if generation is not None:
         out["observedGeneration"] = generation
     return out
+
+
+def _has_condition(status: dict[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def _workload_available(obj: dict[str, Any], kind: str) -> bool:
+    """Whether the status already reports every replica ready for the current spec (written by a pass or a test)."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if status.get("observedGeneration") != obj["metadata"].get("generation"):
+        return False
+    if kind == "DaemonSet":
+        return status.get("numberReady", 0) >= status.get("desiredNumberScheduled", 1) > 0
+    replicas = spec.get("replicas", 1)
+    return replicas > 0 and status.get("readyReplicas", 0) >= replicas
+
+
+def _statefulset_revision(name: str, spec: dict[str, Any]) -> str:
+    return f"{name}-{hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]}"
 
 
 # ---------------------------------------------------------------- certificates
@@ -107,9 +134,16 @@ def issue_certificate(spec: dict[str, Any], ca: tuple[Any, Any] | None) -> tuple
 class Controllers:
     """Controller simulation bound to one Cluster."""
 
-    def __init__(self, cluster: Cluster, automatic: bool = False) -> None:
+    def __init__(self, cluster: Cluster, automatic: bool = False, ready_after: float = 0.0) -> None:
+        if ready_after < 0:
+            raise ValueError(f"ready_after must be >= 0 seconds, not {ready_after}")
         self.cluster = cluster
         self.automatic = automatic
+        self.ready_after = float(ready_after)
+        # uid -> (generation, time.monotonic() when that generation was written): when the spec last changed.
+        self._spec_changed: dict[str, tuple[int | None, float]] = {}
+        # The earliest time.monotonic() at which a delayed workload becomes ready (None: nothing pending).
+        self._next_due: float | None = None
         self._dirty = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -124,15 +158,32 @@ class Controllers:
     # ------------------------------------------------------------ plumbing
 
     def _on_event(self, kind: str, rt: Any, obj: dict[str, Any]) -> None:
+        if rt.kind in DELAYED_KINDS:
+            self._note_spec_change(kind, obj)
         self._idle.clear()
         self._dirty.set()
 
+    def _note_spec_change(self, event: str, obj: dict[str, Any]) -> None:
+        """Remember when a workload's spec (generation) last changed: its readiness delay counts from the write."""
+        meta = obj["metadata"]
+        if event == "DELETED":
+            self._spec_changed.pop(meta["uid"], None)
+            return
+        seen = self._spec_changed.get(meta["uid"])
+        if seen is None or seen[0] != meta.get("generation"):
+            self._spec_changed[meta["uid"]] = (meta.get("generation"), time.monotonic())
+
     def _loop(self) -> None:
         while not self._stop.is_set():
-            if not self._dirty.wait(0.2):
+            woken = self._dirty.wait(self._sleep_time())
+            if self._stop.is_set():
+                return
+            if not woken and not self._delay_expired():
                 continue
+            self._idle.clear()
             self._dirty.clear()
-            self._stop.wait(0.02)  # coalesce bursts of writes like a work queue would
+            if woken:
+                self._stop.wait(0.02)  # coalesce bursts of writes like a work queue would
             try:
                 self.reconcile_all()
             except Exception:  # a simulation bug must not kill the thread; the next write retries
@@ -142,8 +193,22 @@ class Controllers:
             if not self._dirty.is_set():
                 self._idle.set()
 
+    def _sleep_time(self) -> float:
+        """How long the loop may sleep: until the next readiness delay expires, which no write announces."""
+        due = self._next_due
+        if due is None:
+            return IDLE_POLL
+        return min(IDLE_POLL, max(0.0, due - time.monotonic()))
+
+    def _delay_expired(self) -> bool:
+        due = self._next_due
+        return due is not None and time.monotonic() >= due
+
     def settle(self, timeout: float = 10.0) -> bool:
-        """Wait until automatic reconciliation has caught up with every write."""
+        """Wait until automatic reconciliation has caught up with every write.
+
+        Readiness delays (`ready_after`) still pending are not waited for: their not-ready status is written.
+        """
         return self._idle.wait(timeout)
 
     def stop(self) -> None:
@@ -220,6 +285,7 @@ class Controllers:
     def reconcile_all(self) -> None:
         with self.cluster.lock:
             self.reconciles += 1
+            self._next_due = None  # recomputed below from the workloads still waiting
             cert_manager = self.installed(CERT_MANAGER_CHART)
             if cert_manager:
                 for kind in ("ClusterIssuer", "Issuer"):
@@ -242,10 +308,55 @@ class Controllers:
                     if (gw.get("spec") or {}).get("gatewayClassName") in ours:
                         self.mark_gateway_programmed(gw["metadata"]["name"], gw["metadata"]["namespace"])
             # The built-in workload controllers and the kubelet are part of every cluster.
-            for kind in ("Deployment", "StatefulSet", "DaemonSet"):
+            for kind in WORKLOAD_KINDS:
                 for obj in self._list("apps/v1", kind):
                     if not obj["metadata"].get("deletionTimestamp"):
-                        self.mark_workload_available(obj["metadata"]["name"], obj["metadata"]["namespace"], kind)
+                        self._reconcile_workload(obj, kind)
+            for job in self._list("batch/v1", "Job"):
+                if not job["metadata"].get("deletionTimestamp"):
+                    self._reconcile_job(job)
+
+    # ------------------------------------------------------------ readiness delay (ready_after)
+
+    def _ready_at(self, obj: dict[str, Any]) -> float | None:
+        """When `obj` may report ready (time.monotonic()), or None when it may now: `ready_after` after its spec
+        last changed."""
+        if self.ready_after <= 0:
+            return None
+        meta = obj["metadata"]
+        seen = self._spec_changed.get(meta["uid"])
+        if seen is None or seen[0] != meta.get("generation"):  # written before the hook saw it: count from now
+            seen = (meta.get("generation"), time.monotonic())
+            self._spec_changed[meta["uid"]] = seen
+        due = seen[1] + self.ready_after
+        return due if due > time.monotonic() else None
+
+    def _schedule(self, due: float) -> None:
+        """Wake the loop at `due`: no write will announce that a delay has expired."""
+        self._next_due = due if self._next_due is None else min(self._next_due, due)
+
+    def _reconcile_workload(self, obj: dict[str, Any], kind: str) -> None:
+        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        no_pods = kind != "DaemonSet" and (obj.get("spec") or {}).get("replicas", 1) == 0
+        due = None if no_pods or _workload_available(obj, kind) else self._ready_at(obj)
+        if due is None:  # also keeps a workload a test marked available explicitly
+            self.mark_workload_available(name, ns, kind)
+            return
+        self._schedule(due)
+        self.mark_workload_progressing(name, ns, kind)
+
+    def _reconcile_job(self, job: dict[str, Any]) -> None:
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        # A suspended Job runs no pod; a finished one is never rewritten (completionTime would move).
+        if spec.get("suspend") or _has_condition(status, "Complete") or _has_condition(status, "Failed"):
+            return
+        name, ns = job["metadata"]["name"], job["metadata"]["namespace"]
+        due = self._ready_at(job)
+        if due is None:
+            self.mark_job_complete(name, ns)
+            return
+        self._schedule(due)
+        self.mark_job_running(name, ns)
 
     # ------------------------------------------------------------ workloads and services
 
@@ -261,7 +372,7 @@ class Controllers:
                       "updatedNumberScheduled": 1}
         elif kind == "StatefulSet":
             replicas = spec.get("replicas", 1)
-            revision = f"{name}-{hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]}"
+            revision = _statefulset_revision(name, spec)
             status = {"availableReplicas": replicas, "currentReplicas": replicas, "readyReplicas": replicas,
                       "replicas": replicas, "updatedReplicas": replicas, "observedGeneration": gen,
                       "currentRevision": revision, "updateRevision": revision, "collisionCount": 0}
@@ -280,15 +391,61 @@ class Controllers:
                     status.pop(key)
         return self._set_status(obj, status)
 
+    def mark_workload_progressing(self, name: str, ns: str, kind: str = "Deployment") -> dict[str, Any]:
+        """The status while pods start (`ready_after`): the spec is observed, its pods exist, none is ready yet.
+
+        Zero counts are left out, as the Go types' `omitempty` does. An update makes every replica unready
+        for the delay (no rolling-update overlap of old ready pods): simpler, and what the waits measure is
+        the same, the time until the new pods are ready.
+        """
+        obj = self._get("apps/v1", kind, name, ns)
+        if obj is None:
+            raise APIError(404, "NotFound", f'{kind.lower()}s.apps "{name}" not found')
+        spec, gen = obj.get("spec") or {}, obj["metadata"].get("generation")
+        old_status = obj.get("status") or {}
+        replicas = spec.get("replicas", 1)
+        if kind == "DaemonSet":
+            status = {"currentNumberScheduled": 1, "desiredNumberScheduled": 1, "numberMisscheduled": 0,
+                      "numberReady": 0, "numberUnavailable": 1, "observedGeneration": gen,
+                      "updatedNumberScheduled": 1}
+        elif kind == "StatefulSet":
+            revision = _statefulset_revision(name, spec)
+            status = {"availableReplicas": 0, "currentReplicas": replicas, "replicas": replicas,
+                      "updatedReplicas": replicas, "observedGeneration": gen,
+                      "currentRevision": old_status.get("currentRevision") or revision, "updateRevision": revision,
+                      "collisionCount": 0}
+        else:
+            old = old_status.get("conditions")
+            status = {"observedGeneration": gen, "replicas": replicas, "updatedReplicas": replicas,
+                      "unavailableReplicas": replicas, "conditions": [
+                          _condition("Available", "False", "MinimumReplicasUnavailable",
+                                     "Deployment does not have minimum availability.", old=old),
+                          _condition("Progressing", "True", "ReplicaSetUpdated",
+                                     f'ReplicaSet "{name}" is progressing.', old=old)]}
+            for cond in status["conditions"]:
+                cond["lastUpdateTime"] = cond["lastTransitionTime"]
+        return self._set_status(obj, status)
+
     def mark_deployment_available(self, name: str, ns: str) -> dict[str, Any]:
         return self.mark_workload_available(name, ns, "Deployment")
+
+    def mark_job_running(self, name: str, ns: str) -> dict[str, Any]:
+        """The status of a Job whose pods run but have not finished yet (`ready_after`)."""
+        obj = self._get("batch/v1", "Job", name, ns)
+        if obj is None:
+            raise APIError(404, "NotFound", f'jobs.batch "{name}" not found')
+        spec = obj.get("spec") or {}
+        active = min(spec.get("parallelism", 1), spec.get("completions") or spec.get("parallelism", 1))
+        status = {"active": active, "ready": 0, "startTime": obj["metadata"]["creationTimestamp"]}
+        return self._set_status(obj, status)
 
     def mark_job_complete(self, name: str, ns: str) -> dict[str, Any]:
         obj = self._get("batch/v1", "Job", name, ns)
         if obj is None:
             raise APIError(404, "NotFound", f'jobs.batch "{name}" not found')
-        status = {"succeeded": 1, "active": 0, "ready": 0, "startTime": obj["metadata"]["creationTimestamp"],
-                  "completionTime": now(), "conditions": [
+        succeeded = (obj.get("spec") or {}).get("completions") or 1
+        status = {"succeeded": succeeded, "active": 0, "ready": 0,
+                  "startTime": obj["metadata"]["creationTimestamp"], "completionTime": now(), "conditions": [
                       _condition("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of "
                                  "succeeded pods"),
                       _condition("Complete", "True", "CompletionsReached", "Reached expected number of succeeded "
@@ -488,7 +645,8 @@ class Controllers:
 
 _ACTIONS = {
     "mark_gateway_programmed", "mark_gatewayclass_accepted", "mark_certificate_ready", "mark_issuer_ready",
-    "mark_deployment_available", "mark_workload_available", "mark_job_complete", "set_loadbalancer_ingress",
+    "mark_deployment_available", "mark_workload_available", "mark_workload_progressing", "mark_job_complete",
+    "mark_job_running", "set_loadbalancer_ingress",
     "sync_bundle", "releases", "reconcile_all",
 }
 

@@ -138,8 +138,10 @@ class ClusterHandle:
 
 
 @contextmanager
-def running_cluster(workdir: Path, *, simulate_controllers: bool = True) -> Iterator[ClusterHandle]:
-    standin = StandIn(simulate_controllers=simulate_controllers).start()
+def running_cluster(workdir: Path, *, simulate_controllers: bool = True,
+                    ready_after: float = 0.0) -> Iterator[ClusterHandle]:
+    """A started stand-in; `ready_after` seconds delay workload readiness (see StandIn)."""
+    standin = StandIn(simulate_controllers=simulate_controllers, ready_after=ready_after).start()
     handle = ClusterHandle(standin, workdir)
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")}
     os.environ["KUBECONFIG"] = handle.kubeconfig

@@ -67,6 +67,8 @@ class ChartEntry:
     notes: str = ""
     # Local subcharts whose values.yaml lives in the given folder (relative to upstream): name -> folder.
     subchart_values: dict[str, str] = field(default_factory=dict)
+    # Plain-YAML template files (absolute paths) applied as they are: only local chart directories have them.
+    templates: tuple[str, ...] = ()
 
     def folder_for(self, version: Version) -> Path:
         return upstream_dir() / (version.folder or self.folder)

@@ -14,6 +14,7 @@ from helmdouble import values as vals
 from helmdouble.catalog import ChartEntry, CrdSet, Version, upstream_dir
 
 KEEP_ANNOTATION = "helm.sh/resource-policy"
+TEMPLATE_SUFFIXES = (".yaml", ".yml")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: CRD files are large
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -64,7 +65,8 @@ class Chart:
     @cached_property
     def defaults(self) -> dict[str, Any]:
         """values.yaml, with the values of local subcharts placed under their names (as helm coalesces)."""
-        own = _load_yaml(self.folder / "values.yaml") or {}
+        values_file = self.folder / "values.yaml"
+        own = (_load_yaml(values_file) or {}) if values_file.exists() else {}
         for name, folder in self.entry.subchart_values.items():
             sub_file = upstream_dir() / folder / "values.yaml"
             if sub_file.exists():
@@ -134,9 +136,56 @@ class Chart:
         return out
 
     def manifest(self, user: dict[str, Any]) -> str:
-        """The release manifest: the templated objects (here: the chart's templated CRDs)."""
+        """The release manifest: the templated objects (the chart's templated CRDs, a local chart's templates)."""
         docs = []
-        for source, obj in self.crd_objects(user, "template"):
+        for source, obj in self.crd_objects(user, "template") + self._template_objects():
             body = dump(obj)
             docs.append(f"---\n# Source: {source}\n{body}")
         return "".join(docs)
+
+    def _template_objects(self) -> list[tuple[str, dict[str, Any]]]:
+        out: list[tuple[str, dict[str, Any]]] = []
+        for file in self.entry.templates:
+            path = Path(file)
+            with path.open() as handle:
+                docs = list(yaml.load_all(handle, Loader=_LOADER))
+            out += [(f"{self.name}/templates/{path.name}", doc) for doc in docs if isinstance(doc, dict)]
+        return out
+
+
+class LocalChartError(Exception):
+    """Raised with the message helm (or, for what it does not do, the double) prints."""
+
+
+def local_chart(folder: Path) -> Chart:
+    """A chart directory given as the chart reference (helm looks for a local path first).
+
+    Only plain YAML is supported: no Go template is rendered, so a template with ``{{`` is refused
+    rather than applied half-understood. ``crds/`` is honoured like a published chart's.
+    """
+    if not folder.is_dir():
+        raise LocalChartError(f"helm test double: only chart directories are supported, not {folder}")
+    meta_file = folder / "Chart.yaml"
+    if not meta_file.exists():
+        raise LocalChartError("Chart.yaml file is missing")
+    meta = _load_yaml(meta_file) or {}
+    for key in ("name", "version"):
+        if not meta.get(key):
+            raise LocalChartError(f"validation: chart.metadata.{key} is required")
+    templates = tuple(
+        str(path)
+        for path in sorted((folder / "templates").glob("*"))
+        if path.suffix in TEMPLATE_SUFFIXES and not path.name.startswith("_")
+    )
+    for file in templates:
+        if "{{" in Path(file).read_text():
+            raise LocalChartError(f"helm test double: {file} is a Go template; local charts must be plain YAML")
+    crd_files = tuple(str(path) for path in sorted((folder / "crds").glob("*")) if path.suffix in TEMPLATE_SUFFIXES)
+    entry = ChartEntry(
+        name=str(meta["name"]),
+        folder=str(folder.resolve()),  # absolute: upstream_dir() / folder is the folder itself
+        versions=(Version(str(meta["version"]), str(meta.get("appVersion") or "")),),
+        crds=(CrdSet("crds-dir", crd_files),) if crd_files else (),
+        templates=templates,
+    )
+    return Chart(entry, entry.versions[0])

@@ -288,9 +288,12 @@ def _output(args: Args) -> str:
 
 
 def _check_timeout(args: Args) -> None:
+    """Refuse an invalid ``--timeout`` before touching the cluster, as cobra's flag parsing does."""
+    from helmdouble.wait import parse_duration
+
     timeout = args.value("--timeout")
-    if timeout is not None and not re.fullmatch(r"(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+|0", timeout):
-        raise HelmError(f'invalid argument "{timeout}" for "--timeout" flag: time: invalid duration "{timeout}"')
+    if timeout is not None:
+        parse_duration(timeout)
 
 
 def _release_name(args: Args, command: str, count: int = 1) -> list[str]:
@@ -401,8 +404,16 @@ def cmd_repo(ctx: Context) -> None:
 
 def resolve_chart(ctx: Context, ref: str) -> Any:
     from helmdouble.catalog import ChartNotFound, resolve
-    from helmdouble.chart import Chart
+    from helmdouble.chart import Chart, LocalChartError, local_chart
 
+    path = Path(ref)
+    if path.exists():  # helm's LocateChart tries a local path before any repository
+        try:
+            return local_chart(path)
+        except LocalChartError as exc:
+            raise HelmError(str(exc)) from exc
+    if path.is_absolute() or ref.startswith("."):
+        raise HelmError(f'path "{ref}" not found')
     try:
         entry, version = resolve(ref, ctx.args.value("--version"), ctx.args.value("--repo"), _repos(ctx.args))
     except ChartNotFound as exc:
@@ -617,6 +628,7 @@ def cmd_rollback(ctx: Context) -> None:
     if len(args.positionals) < 2:
         raise HelmError('"helm rollback" requires at least 1 argument')
     revision = int(args.positionals[2]) if len(args.positionals) > 2 else 0
+    _check_timeout(args)
     deploy.rollback(ctx, args.positionals[1], revision)
     out("Rollback was a success! Happy Helming!\n")
 

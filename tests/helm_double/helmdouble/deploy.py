@@ -11,6 +11,7 @@ from helmdouble.cli import Context, HelmError, out, resolve_chart
 from helmdouble.kube import KubeError
 from helmdouble.release import now, status_text
 from helmdouble.values import ValuesError, load_values_file, merge, parse_set
+from helmdouble.wait import timeout, wait_deleted, wait_ready
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 RELEASE_NAME = "meta.helm.sh/release-name"
@@ -125,15 +126,29 @@ def _apply(ctx: Context, objects: list[dict[str, Any]], name: str, namespace: st
             raise HelmError(f"failed to {verb} resource: {exc}") from exc
 
 
+def _kept(obj: dict[str, Any]) -> bool:
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(KEEP_ANNOTATION) == "keep"
+
+
 def _delete(ctx: Context, objects: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
     """Delete objects (reverse order) except those kept by resource policy; return the kept ones."""
     kept = []
     for obj in reversed(objects):
-        if ((obj.get("metadata") or {}).get("annotations") or {}).get(KEEP_ANNOTATION) == "keep":
+        if _kept(obj):
             kept.append(obj)
             continue
         ctx.kube.delete(obj, namespace)
     return kept
+
+
+def _waits(ctx: Context) -> bool:
+    """install/upgrade wait with ``--wait``, and with ``--atomic``, which sets it (helm: Wait = Wait || Atomic)."""
+    return ctx.args.flag("--wait") or ctx.args.flag("--atomic")
+
+
+def _wait_ready(ctx: Context, objects: list[dict[str, Any]], namespace: str) -> None:
+    """helm's KubeClient.Wait / WaitWithJobs on the release's objects (``--wait-for-jobs`` adds Jobs)."""
+    wait_ready(ctx, objects, namespace, timeout(ctx), jobs=ctx.args.flag("--wait-for-jobs"))
 
 
 def _install_crds(ctx: Context, chart: Chart, user: dict[str, Any]) -> None:
@@ -236,6 +251,8 @@ def _install(ctx: Context, name: str, ref: str, history: list[dict[str, Any]], p
     ctx.store.create(release)
     try:
         _apply(ctx, objects, name, namespace)
+        if _waits(ctx):
+            _wait_ready(ctx, objects, namespace)
         failure = _injected_failure(name)
         if failure:
             raise HelmError(failure)
@@ -311,6 +328,8 @@ def _upgrade(ctx: Context, name: str, ref: str, history: list[dict[str, Any]]) -
         _apply(ctx, objects, name, namespace)
         new_keys = {_key(o, namespace) for o in objects}
         _delete(ctx, [o for o in old_objects if _key(o, namespace) not in new_keys], namespace)
+        if _waits(ctx):
+            _wait_ready(ctx, objects, namespace)
         failure = _injected_failure(name)
         if failure:
             raise HelmError(failure)
@@ -318,7 +337,7 @@ def _upgrade(ctx: Context, name: str, ref: str, history: list[dict[str, Any]]) -
         release["info"].update(status="failed", description=f'Upgrade "{name}" failed: {exc}', last_deployed=now())
         ctx.store.update(release)
         if args.flag("--atomic"):
-            _rollback_to(ctx, name, current, ctx.store.history(name, namespace))
+            _atomic_rollback(ctx, name, current, exc)
             raise HelmError(
                 f"UPGRADE FAILED: release {name} failed, and has been rolled back due to atomic being set: {exc}"
             ) from exc
@@ -343,7 +362,20 @@ def _prune_history(ctx: Context, history: list[dict[str, Any]]) -> None:
         ctx.store.delete(old)
 
 
-def _rollback_to(ctx: Context, name: str, target: dict[str, Any], history: list[dict[str, Any]]) -> dict[str, Any]:
+def _atomic_rollback(ctx: Context, name: str, current: dict[str, Any], cause: HelmError) -> None:
+    """helm's upgrade failRelease with --atomic: roll back to the last deployed revision, always waiting."""
+    try:
+        _rollback_to(ctx, name, current, ctx.store.history(name, ctx.namespace), wait=True)
+    except HelmError as exc:
+        raise HelmError(
+            "UPGRADE FAILED: an error occurred while rolling back the release. "
+            f"original upgrade error: {cause}: {exc}"
+        ) from exc
+
+
+def _rollback_to(
+    ctx: Context, name: str, target: dict[str, Any], history: list[dict[str, Any]], wait: bool = False
+) -> dict[str, Any]:
     namespace = ctx.namespace
     last = history[-1]
     objects = _objects(target.get("manifest") or "")
@@ -357,6 +389,14 @@ def _rollback_to(ctx: Context, name: str, target: dict[str, Any], history: list[
     _apply(ctx, objects, name, namespace)
     current_keys = {_key(o, namespace) for o in objects}
     _delete(ctx, [o for o in _objects(last.get("manifest") or "") if _key(o, namespace) not in current_keys], namespace)
+    if wait:
+        try:
+            _wait_ready(ctx, objects, namespace)
+        except HelmError as exc:
+            # helm's performRollback: the new revision is failed, the deployed one is not superseded.
+            release["info"].update(status="failed", description=f'Release "{name}" failed: {exc}')
+            ctx.store.update(release)
+            raise HelmError(f"release {name} failed: {exc}") from exc
     for old in history:
         if old["info"]["status"] == "deployed":
             old["info"].update(status="superseded", description="Superseded")
@@ -374,7 +414,7 @@ def rollback(ctx: Context, name: str, revision: int) -> None:
     target = next((r for r in history if r["version"] == wanted), None)
     if target is None:
         raise HelmError(f"release has no {wanted} version")
-    _rollback_to(ctx, name, target, history)
+    _rollback_to(ctx, name, target, history, wait=ctx.args.flag("--wait"))
 
 
 def uninstall(ctx: Context, name: str, quiet: bool = False) -> None:
@@ -397,13 +437,22 @@ def uninstall(ctx: Context, name: str, quiet: bool = False) -> None:
         return
     last["info"].update(status="uninstalling", description="Deletion in progress (or silently failed)")
     ctx.store.update(last)
-    kept = _delete(ctx, _objects(last.get("manifest") or ""), namespace)
+    objects = _objects(last.get("manifest") or "")
+    kept = _delete(ctx, objects, namespace)
+    errors = []
+    if args.flag("--wait") and not quiet:  # an --atomic purge does not wait (helm's failRelease)
+        try:
+            wait_deleted(ctx, [o for o in objects if not _kept(o)], namespace, timeout(ctx))
+        except HelmError as exc:
+            errors.append(str(exc))
     if keep_history:
         last["info"].update(status="uninstalled", description="Uninstallation complete", deleted=now())
         ctx.store.update(last)
     else:
         for rel in history:
             ctx.store.delete(rel)
+    if errors:  # helm still records or purges the release, then reports what went wrong
+        raise HelmError(f"uninstallation completed with {len(errors)} error(s): {'; '.join(errors)}")
     if quiet:
         return
     if kept:

@@ -26,6 +26,9 @@ NAMESPACED_STATIC = {
         False,
     ),
     ("apps/v1", "Deployment"): ("/apis/apps/v1", "deployments", True),
+    ("apps/v1", "DaemonSet"): ("/apis/apps/v1", "daemonsets", True),
+    ("apps/v1", "StatefulSet"): ("/apis/apps/v1", "statefulsets", True),
+    ("batch/v1", "Job"): ("/apis/batch/v1", "jobs", True),
 }
 
 
