@@ -100,63 +100,30 @@ from typing import Any
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, status
 
 
-def _read(call: Any, *args: Any) -> dict[str, Any] | None:
-    """One GET; None when the object does not exist (yet)."""
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        result = call(*args)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise AnsibleLookupError(f"servingstack_status: reading the cluster failed: {error.status} {error.reason}") \
-            from None
-    return result if isinstance(result, dict) else result.to_dict()
+def _ref(api_version: str, kind: str, name: str, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
 
 
 class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
         self.set_options(var_options=variables, direct=kwargs)
-        try:
-            from kubernetes import client, config
-        except ImportError:
-            raise AnsibleLookupError("servingstack_status: the kubernetes Python client is required") from None
         options = {name: self.get_option(name) for name in (
             "kubeconfig", "context", "hostname", "ca", "gateway_name", "gateway_namespace", "ca_name",
             "ca_configmap_namespace", "ca_secret_namespace")}
         try:
-            api_client = config.new_client_from_config(
-                config_file=options["kubeconfig"] or None, context=options["context"] or None)
-        except Exception as error:  # config errors name the file, not its content
-            raise AnsibleLookupError(f"servingstack_status: cannot load the kubeconfig: {error}") from None
-        with api_client:
-            custom = client.CustomObjectsApi(api_client)
-            core = client.CoreV1Api(api_client)
-            gateway = _read(custom.get_namespaced_custom_object, "gateway.networking.k8s.io", "v1",
-                            options["gateway_namespace"], "gateways", options["gateway_name"])
+            client = kubeclient.connect(options["kubeconfig"], options["context"])
+            gateway = kubeclient.read(client, _ref("gateway.networking.k8s.io/v1", "Gateway",
+                                                   options["gateway_name"], options["gateway_namespace"]))
             ca = None
             if options["ca"] == "always" or (options["ca"] == "auto" and options["hostname"]):
-                ca = status.ca_from_configmap(_read_raw(core.read_namespaced_config_map, options["ca_name"],
-                                                        options["ca_configmap_namespace"]))
+                ca = status.ca_from_configmap(kubeclient.read(client, _ref(
+                    "v1", "ConfigMap", options["ca_name"], options["ca_configmap_namespace"])))
                 if ca is None:
-                    ca = status.ca_from_secret(_read_raw(core.read_namespaced_secret, options["ca_name"],
-                                                         options["ca_secret_namespace"]))
+                    ca = status.ca_from_secret(kubeclient.read(client, _ref(
+                        "v1", "Secret", options["ca_name"], options["ca_secret_namespace"])))
+        except kubeclient.KubeReadError as error:
+            raise AnsibleLookupError(f"servingstack_status: {error}") from None
         return [status.gateway_status(status.gateway_address(gateway), ca)]
-
-
-def _read_raw(call: Any, name: str, namespace: str) -> dict[str, Any] | None:
-    """A core object as a plain dict with API field names (``data``), or None when absent."""
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        response = call(name, namespace, _preload_content=False)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise AnsibleLookupError(f"servingstack_status: reading {namespace}/{name} failed: {error.status}") from None
-    import json
-
-    return json.loads(response.data)

@@ -38,7 +38,7 @@ options:
     type: raw
   src:
     description:
-      - Path to a YAML file holding the ServingStack manifest, on the host the module runs on (usually localhost).
+      - Path to a YAML file holding the ServingStack manifest, read on the controller (see the C(action) attribute).
       - A YAML syntax error or a duplicate key is reported with the file, line and column.
       - A file with several YAML documents must hold exactly one of kind C(ServingStack).
     type: path
@@ -60,6 +60,11 @@ attributes:
   diff_mode:
     support: none
     description: Nothing changes, so there is no diff.
+  action:
+    support: full
+    description: >-
+      An action plugin validates O(src) and O(definition) on the controller, in Ansible's own process,
+      with the same code and results as the module; only O(name) runs the module.
 notes:
   - The checks run before any cluster is contacted; only O(name) reads from a cluster, and only the ServingStack.
   - Messages never quote certificate contents or credentials.
@@ -161,7 +166,7 @@ plan:
       type: str
       sample: v1.21.1
     needs:
-      description: Components that must be installed first.
+      description: Components that must converge first, for this spec (a need on a spec field counts only when it is set).
       type: list
       elements: str
       sample: []
@@ -209,8 +214,9 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, source, spec
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import source
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import outcome
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
 try:
@@ -227,7 +233,6 @@ except ImportError:  # only a live read needs kubernetes, and it checks with mod
         """Stands in for kubernetes.dynamic.exceptions.ResourceNotFoundError."""
 
 
-PREFIX = "invalid ServingStack:"
 HIDDEN = "<not shown: it contains a PEM PRIVATE KEY block>"
 
 
@@ -259,11 +264,6 @@ def argument_spec() -> dict:
         namespace={"type": "str"},
     )
     return options
-
-
-def failure_message(problems: list[Problem]) -> str:
-    """``invalid ServingStack:`` then one ``- path: message`` line per problem."""
-    return PREFIX + "".join(f"\n- {problem}" for problem in problems)
 
 
 def read_live(module: AnsibleK8SModule, name: str, namespace: str) -> dict:
@@ -312,26 +312,12 @@ def main() -> None:
         required_one_of=[("definition", "src", "name")],
         supports_check_mode=True,
     )
-    document, problems = read(module)
-    if problems:
-        module.fail_json(msg=failure_message(problems), errors=[problem.as_dict() for problem in problems],
-                         ignored=[])
-    validation = spec.validate(document)
-    for item in validation.ignored:
-        module.warn(f"{item['path']}: {quote(item['value'])} is ignored ({item['reason']})")
-    if validation.errors:
-        module.fail_json(
-            msg=failure_message(validation.errors),
-            errors=[problem.as_dict() for problem in validation.errors],
-            ignored=validation.ignored,
-        )
-    manifest = validation.manifest
-    module.exit_json(
-        changed=False,
-        servingstack=manifest,
-        plan=plan.build_plan(manifest["spec"]),
-        ignored=validation.ignored,
-    )
+    result = outcome(*read(module))
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    if result.get("failed"):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,22 @@ def test_check_mode_on_an_empty_cluster_writes_nothing(cluster):
     assert releases(cluster) == {}
 
 
+def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
+    """site.yml converges components in parallel; a failure holds back what needs it, not the rest."""
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), env={"HELM_DOUBLE_FAIL": "mp-cert-manager"})
+    assert result.rc != 0, output(result)
+    found = releases(cluster)
+    assert "mp-cert-manager" not in found, found
+    # Everything that does not need cert-manager converged beside the failure.
+    for name in ("mp-node-feature-discovery", "mp-lws", "mp-kube-prometheus-stack", "mp-dra-driver-nvidia-gpu",
+                 "mp-gateway-helm", "mp-ai-gateway-helm"):
+        assert found[name]["status"] == "deployed", found
+    assert "mp-trust-manager" not in found, found
+    assert "trust-manager did not converge: not converged: cert_manager (failed)" in result.stdout, output(result)
+    assert "not converged: cert_manager (failed), trust_manager (failed)" in result.stdout, output(result)
+    assert result.recap["servingstack-nfd"]["failed"] == 0 and result.recap["servingstack-cert_manager"]["failed"] == 1
+
+
 def test_a_failed_install_leaves_nothing_half_recorded(cluster):
     result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), env={"HELM_DOUBLE_FAIL": "mp-trust-manager"})
     assert result.rc != 0, output(result)
@@ -94,6 +110,8 @@ def test_a_second_run_changes_nothing(cluster):
     # and no release reaches helm (its records are read once with one list call).
     assert cluster.api.rv == rv, result.requests
     assert result.requests["resources"].get("list secrets") == 1, result.requests
+    # Objects are read on the controller and compared first: no module patches an unchanged object.
+    assert write_verbs(result) == {}, result.requests
 
 
 def test_status_playbook_prints_the_gateway_address(cluster):

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleLookupError
-from ansible_collections.modelplane.serving.plugins.lookup import servingstack_component, servingstack_status
+from ansible_collections.modelplane.serving.plugins.lookup import (
+    servingstack_component,
+    servingstack_objects,
+    servingstack_status,
+)
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
 
@@ -27,6 +31,7 @@ def docs(path: Path) -> dict[str, object]:
 @pytest.mark.parametrize("path", [
     PLUGINS / "lookup" / "servingstack_component.py",
     PLUGINS / "lookup" / "servingstack_status.py",
+    PLUGINS / "lookup" / "servingstack_objects.py",
     PLUGINS / "modules" / "servingstack_status_update.py",
 ])
 def test_documentation_parses(path):
@@ -124,3 +129,39 @@ def test_status_reads_the_address_and_the_published_ca(standin):
 def test_a_missing_kubeconfig_is_a_clean_error(tmp_path):
     with pytest.raises(AnsibleLookupError, match="cannot load the kubeconfig"):
         read_status(str(tmp_path / "missing"))
+
+
+def read_objects(kubeconfig, *terms):
+    return run_lookup(servingstack_objects, terms, kubeconfig=kubeconfig)
+
+
+def test_objects_reads_named_objects_lists_and_absent_ones_in_term_order(standin):
+    kubeconfig = standin[1]
+    from kubernetes import client, config
+
+    core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+    core.create_namespace({"metadata": {"name": "objects-test"}})
+    for name, labels in (("a", {"pick": "yes"}), ("b", {"pick": "no"}), ("c", {"pick": "yes"})):
+        core.create_namespaced_config_map("objects-test", {"metadata": {"name": name, "labels": labels},
+                                                           "data": {"k": name}})
+    named = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "objects-test"}}
+    missing = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "zz", "namespace": "objects-test"}}
+    listed = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "objects-test", "label_selector": "pick=yes"}
+    unserved = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "x"}}
+    unserved_list = {"apiVersion": "example.com/v1", "kind": "Widget", "namespace": "x"}
+    found = read_objects(kubeconfig, named, [missing, listed], unserved, unserved_list)
+    assert len(found) == 5
+    assert found[0]["data"] == {"k": "b"} and found[0]["metadata"]["uid"]
+    assert found[1] is None
+    # List items carry apiVersion and kind (the API leaves them out), so they can be deleted as they are.
+    assert sorted(item["metadata"]["name"] for item in found[2]) == ["a", "c"]
+    assert {(item["apiVersion"], item["kind"]) for item in found[2]} == {("v1", "ConfigMap")}
+    assert found[3] is None and found[4] == []
+
+
+def test_objects_refuses_a_term_without_kind_and_names_a_bad_kubeconfig(standin, tmp_path):
+    with pytest.raises(AnsibleLookupError, match="each term needs apiVersion and kind"):
+        read_objects(standin[1], {"apiVersion": "v1"})
+    with pytest.raises(AnsibleLookupError, match="servingstack_objects: cannot load the kubeconfig"):
+        read_objects(str(tmp_path / "missing"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
+    assert read_objects(standin[1]) == []

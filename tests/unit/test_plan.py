@@ -18,7 +18,7 @@ def test_table_orders_without_cycles_or_unknown_needs(stack):
     ordered = plan.components_for(stack)
     names = [component.name for component in ordered]
     for index, component in enumerate(ordered):
-        assert all(names.index(need) < index for need in component.needs)
+        assert all(names.index(need) < index for need in plan.every_need(component))
 
 
 def test_every_component_belongs_to_a_known_stack_and_is_unique():
@@ -135,3 +135,21 @@ def test_only_the_kai_scheduler_release_is_not_atomic():
     dynamo = dict(spec.defaulted_spec(), stack="Dynamo")
     releases = [release for entry in plan.build_plan(dynamo) for release in entry["releases"]]
     assert {release["release"] for release in releases if not release["atomic"]} == {"mp-kai-scheduler"}
+
+
+def test_envoy_gateway_needs_cert_manager_only_for_a_hostname():
+    """Without a hostname the gateway has no certificates, so it converges beside cert-manager."""
+    plain = {entry["name"]: entry["needs"] for entry in planned()}
+    assert plain["envoy_gateway"] == []
+    assert plain["trust_manager"] == ["cert_manager"] and plain["nvidia_dra"] == ["nfd"]
+    with_hostname = dict(spec.defaulted_spec(), gateway={"hostname": "a.example.com"})
+    assert plan.component_entry(components.BY_NAME["envoy_gateway"], with_hostname)["needs"] == ["cert_manager"]
+    # Install order still puts cert-manager first either way.
+    names = [entry["name"] for entry in planned()]
+    assert names.index("cert_manager") < names.index("envoy_gateway")
+
+
+def test_conditional_needs_must_name_known_components():
+    odd = [Component("a", "A", "ns", "versions.a", needs_if=(("ghost", "gateway.hostname"),))]
+    with pytest.raises(ValueError, match="needs ghost"):
+        plan.order(odd)

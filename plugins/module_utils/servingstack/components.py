@@ -67,6 +67,9 @@ class Component:
     version_key: str  # spec path of the component's version pin
     stacks: frozenset[str] = BOTH
     needs: tuple[str, ...] = ()
+    # Needs that apply only when a spec field is set: (component, spec path). Install order counts
+    # them always; a converge waits for them only when the spec sets the field.
+    needs_if: tuple[tuple[str, str], ...] = ()
     charts: tuple[Chart, ...] = ()
     # Objects applied from manifests rather than charts, named for the plan and the docs.
     manifests: tuple[str, ...] = field(default=())
@@ -134,8 +137,9 @@ COMPONENTS: tuple[Component, ...] = (
         title="Envoy Gateway",
         namespace="envoy-gateway-system",
         version_key="versions.envoyGateway",
-        # The gateway's serving certificate and its CA are cert-manager objects.
-        needs=("cert_manager",),
+        # The gateway's serving certificate and its CA are cert-manager objects, made only for a
+        # hostname; without one the gateway serves plain HTTP and needs nothing of cert-manager.
+        needs_if=(("cert_manager", "gateway.hostname"),),
         charts=(
             Chart(
                 "gateway-helm",

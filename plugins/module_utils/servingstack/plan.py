@@ -26,6 +26,16 @@ def resolve(spec: dict, key: str) -> object:
     return node
 
 
+def every_need(component: Component) -> tuple[str, ...]:
+    """The components ``component`` may need, conditional ones included (what install order follows)."""
+    return component.needs + tuple(name for name, _path in component.needs_if)
+
+
+def needs_for(component: Component, spec: dict) -> list[str]:
+    """The components ``component`` needs for this spec: its needs, and the conditional ones whose field is set."""
+    return list(component.needs) + [name for name, path in component.needs_if if resolve(spec, path)]
+
+
 def order(components: tuple[Component, ...] | list[Component]) -> list[Component]:
     """Topological order by ``needs``, ties broken by table order.
 
@@ -35,14 +45,14 @@ def order(components: tuple[Component, ...] | list[Component]) -> list[Component
     names = [component.name for component in components]
     by_name = {component.name: component for component in components}
     for component in components:
-        unknown = [need for need in component.needs if need not in by_name]
+        unknown = [need for need in every_need(component) if need not in by_name]
         if unknown:
             raise ValueError(f"component {component.name} needs {', '.join(unknown)}, which is not in the plan")
     placed: list[Component] = []
     done: set[str] = set()
     while len(placed) < len(components):
         ready = next(
-            (name for name in names if name not in done and all(need in done for need in by_name[name].needs)),
+            (name for name in names if name not in done and all(need in done for need in every_need(by_name[name]))),
             None,
         )
         if ready is None:
@@ -82,7 +92,7 @@ def component_entry(component: Component, spec: dict) -> dict:
         "namespace": component.namespace,
         "version_key": component.version_key,
         "version": resolve(spec, component.version_key),
-        "needs": list(component.needs),
+        "needs": needs_for(component, spec),
         "releases": [release_entry(chart, spec) for chart in component.charts],
         "manifests": list(component.manifests),
     }

@@ -1,0 +1,96 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Lookup plugin: read objects from the target cluster on the controller, one result per term."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: servingstack_objects
+author: Modelplane engineers (@modelplaneai)
+short_description: Read Kubernetes objects, or lists of them, in one step on the controller
+version_added: 0.1.0
+description:
+  - Each term names one object (C(apiVersion), C(kind), C(metadata.name) and, for namespaced
+    kinds, C(metadata.namespace), as in a manifest) or a list (C(apiVersion), C(kind) and optional
+    C(namespace), C(label_selector), C(field_selector)).
+  - Returns one result per term, in order; use it with C(query) so the result is always a list.
+    A named object gives the object as the API returns it, or C(none) when it does not exist; a
+    list gives the list of objects.
+  - A kind the cluster does not serve (its CRD is not installed yet) reads as absent, like an
+    object not created yet.
+  - The roles use it to read the cluster once and send only what differs to
+    C(kubernetes.core.k8s) and C(kubernetes.core.helm), so a re-run that changes nothing runs no
+    module. It only reads.
+  - Like every lookup it runs on the controller, so the cluster is given by O(kubeconfig), not by
+    a task's C(environment).
+options:
+  _terms:
+    description: Object references or list queries, as described above. Lists of them are flattened.
+    required: true
+    type: list
+    elements: dict
+  kubeconfig:
+    description:
+      - Path of the target cluster's kubeconfig.
+      - Empty uses C(K8S_AUTH_KUBECONFIG), then C(KUBECONFIG), then C(~/.kube/config), as the
+        C(kubernetes.core) modules do.
+    type: str
+    default: ""
+  context:
+    description: Kubeconfig context to use (empty for the current context).
+    type: str
+    default: ""
+requirements:
+  - kubernetes (Python client)
+notes:
+  - TLS verification follows the kubeconfig; this plugin never turns it off.
+"""
+
+EXAMPLES = r"""
+- name: Read the gateway and every client-CA ConfigMap in one step.
+  ansible.builtin.set_fact:
+    found: >-
+      {{ query('modelplane.serving.servingstack_objects',
+               {'apiVersion': 'gateway.networking.k8s.io/v1', 'kind': 'Gateway',
+                'metadata': {'name': 'inference-gateway', 'namespace': 'envoy-gateway-system'}},
+               {'apiVersion': 'v1', 'kind': 'ConfigMap', 'namespace': 'envoy-gateway-system',
+                'label_selector': 'modelplane.ai/client-ca'},
+               kubeconfig=target_kubeconfig) }}
+"""
+
+RETURN = r"""
+_raw:
+  description: One result per term; an object (or C(none)) for a named object, a list of objects for a list query.
+  type: list
+  elements: raw
+"""
+
+from typing import Any
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
+
+
+def _refs(terms: list[Any]) -> list[dict[str, Any]]:
+    refs: list[dict[str, Any]] = []
+    for term in terms:
+        for ref in term if isinstance(term, list) else [term]:
+            if not isinstance(ref, dict) or not ref.get("apiVersion") or not ref.get("kind"):
+                raise AnsibleLookupError(
+                    f"servingstack_objects: each term needs apiVersion and kind, got {type(ref).__name__}")
+            refs.append(ref)
+    return refs
+
+
+class LookupModule(LookupBase):
+    def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
+        self.set_options(var_options=variables, direct=kwargs)
+        refs = _refs(terms)
+        if not refs:
+            return []
+        try:
+            client = kubeclient.connect(self.get_option("kubeconfig"), self.get_option("context"))
+            return [kubeclient.read(client, ref) for ref in refs]
+        except kubeclient.KubeReadError as error:
+            raise AnsibleLookupError(f"servingstack_objects: {error}") from None

@@ -1,0 +1,85 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Read-only cluster access for the lookup plugins, through the ``kubernetes`` client.
+
+Lookups run on the controller inside Ansible's worker process, so every lookup task pays for its
+imports. The dynamic client's raw requests keep that to the client's core (the generated API
+classes cost several times more to import) and work the same across client versions.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+class KubeReadError(Exception):
+    """A read failed: the message names the object or path and the API status, never a body."""
+
+
+def connect(kubeconfig: str = "", context: str = "") -> Any:
+    """A ``DynamicClient`` for ``kubeconfig`` (else ``K8S_AUTH_KUBECONFIG``, ``KUBECONFIG``, ``~/.kube/config``).
+
+    TLS verification follows the kubeconfig, as kubectl does; it is never turned off here.
+    """
+    try:
+        from kubernetes import config
+        from kubernetes.dynamic import DynamicClient
+    except ImportError:
+        raise KubeReadError("the kubernetes Python client is required") from None
+    path = kubeconfig or os.environ.get("K8S_AUTH_KUBECONFIG") or None
+    try:
+        api_client = config.new_client_from_config(config_file=path, context=context or None)
+    except Exception as error:  # config errors name the file, not its content
+        raise KubeReadError(f"cannot load the kubeconfig: {error}") from None
+    try:
+        return DynamicClient(api_client)
+    except Exception as error:  # discovery failed: the cluster is unreachable or refuses us
+        raise KubeReadError(f"cannot reach the cluster: {_reason(error)}") from None
+
+
+def _reason(error: Exception) -> str:
+    status = getattr(error, "status", None)
+    reason = getattr(error, "reason", None) or type(error).__name__
+    return f"{status} {reason}" if status else str(reason)
+
+
+def _resource(client: Any, api_version: str, kind: str) -> Any | None:
+    """The API resource serving ``kind``, or None when the cluster does not serve it (no CRD yet)."""
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
+
+    try:
+        return client.resources.get(api_version=api_version, kind=kind)
+    except (ResourceNotFoundError, ResourceNotUniqueError):
+        return None
+
+
+def read(client: Any, ref: dict[str, Any]) -> Any:
+    """One object (or None) when ``ref`` names one, else the list of matching objects.
+
+    ``ref``: ``apiVersion``, ``kind``, and either ``metadata.name`` (with ``metadata.namespace``
+    for namespaced kinds) or ``namespace`` / ``label_selector`` / ``field_selector`` for a list.
+    A kind the cluster does not serve reads as absent (None or []), like an object not created yet.
+    """
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    metadata = ref.get("metadata") or {}
+    name = metadata.get("name") or ref.get("name")
+    namespace = metadata.get("namespace") or ref.get("namespace")
+    resource = _resource(client, ref["apiVersion"], ref["kind"])
+    if resource is None:
+        return None if name else []
+    if not resource.namespaced:
+        namespace = None
+    what = f"{ref['kind']} {namespace + '/' if namespace else ''}{name or '(list)'}"
+    try:
+        if name:
+            return resource.get(name=name, namespace=namespace).to_dict()
+        items = resource.get(namespace=namespace, label_selector=ref.get("label_selector", ""),
+                             field_selector=ref.get("field_selector", "")).to_dict().get("items") or []
+        # The API leaves apiVersion and kind out of list items.
+        return [{"apiVersion": ref["apiVersion"], "kind": ref["kind"], **item} for item in items]
+    except NotFoundError:
+        return None if name else []
+    except Exception as error:
+        raise KubeReadError(f"reading {what} failed: {_reason(error)}") from None
