@@ -22,6 +22,11 @@ def helm_release_changes(entries: list[dict[str, Any]], values: dict[str, Any],
     return releases.changes(entries, values or {}, records or [])
 
 
+def helm_release_crd_conflicts(entries: list[dict[str, Any]], crds: list[dict[str, Any]]) -> list[str]:
+    """CRDs of these releases' charts that another Helm release owns (``crds``: the cluster's CRDs)."""
+    return releases.crd_conflicts(entries or [], crds or [])
+
+
 def helm_release_show_crds(records: list[dict[str, Any]], entries: list[dict[str, Any]],
                            binary: str = "helm") -> list[dict[str, Any]]:
     """``[{name, argv}]``: the ``helm show crds`` command for each of our installed releases."""
@@ -48,6 +53,7 @@ class FilterModule:
         return {
             "helm_release_records": helm_release_records,
             "helm_release_changes": helm_release_changes,
+            "helm_release_crd_conflicts": helm_release_crd_conflicts,
             "helm_release_show_crds": helm_release_show_crds,
             "helm_release_crd_refs": helm_release_crd_refs,
         }

@@ -166,7 +166,9 @@ plan:
       type: str
       sample: v1.21.1
     needs:
-      description: Components that must converge first, for this spec (a need on a spec field counts only when it is set).
+      description:
+        - Components that must converge first, for this spec.
+        - A need on a spec field (Envoy Gateway on cert-manager, for a hostname) counts only when the field is set.
       type: list
       elements: str
       sample: []
@@ -183,6 +185,7 @@ plan:
           namespace: cert-manager
           version_key: versions.certManager
           atomic: true
+          crd_groups: [cert-manager.io, acme.cert-manager.io]
     manifests:
       description: Objects applied from manifests rather than charts, by name.
       type: list

@@ -251,3 +251,28 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(fres
     assert again.changed == 0, output(again)
     assert cluster.api.rv == rv, write_verbs(again)
     assert helm_calls(log) == [], "a second teardown runs no helm"
+
+
+def test_a_crd_another_release_owns_is_refused_unless_adopted(fresh_cluster):
+    """Helm refuses a template over an object another release owns: we say so before helm runs, naming both.
+
+    Adoption is shown on an upgrade: kubernetes.core.helm 6.2.0 passes take_ownership to helm only
+    when the release exists (kubernetes.core PR #1034 adds it to first installs).
+    """
+    cluster = fresh_cluster
+    assert cluster.run_playbook(SITE, extra_vars=stack_vars(cluster)).rc == 0
+    crds = cluster.dynamic().resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
+    crds.patch(name="bundles.trust.cert-manager.io", content_type="application/merge-patch+json", body={
+        "metadata": {"annotations": {"meta.helm.sh/release-name": "user-trust",
+                                     "meta.helm.sh/release-namespace": "tools"}}})
+    older = manifest(versions={**manifest()["spec"].get("versions", {}), "trustManager": "v0.23.0"})
+    refused = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older))
+    assert refused.rc != 0, output(refused)
+    assert ("CustomResourceDefinition bundles.trust.cert-manager.io belongs to Helm release tools/user-trust "
+            "(ours is cert-manager/mp-trust-manager)") in refused.stdout, output(refused)
+    assert releases(cluster)["mp-trust-manager"]["revision"] == 1
+    adopted = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older, servingstack_adopt=True))
+    assert adopted.rc == 0, output(adopted)
+    assert releases(cluster)["mp-trust-manager"]["revision"] == 2
+    owner = crds.get(name="bundles.trust.cert-manager.io").metadata.annotations
+    assert owner["meta.helm.sh/release-name"] == "mp-trust-manager", owner

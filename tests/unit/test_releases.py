@@ -143,3 +143,29 @@ def test_the_crd_refs_filter_makes_deletable_definitions_and_names_bad_output():
         == "nodefeatures.nfd.k8s-sigs.io"
     with pytest.raises(AnsibleFilterError, match="helm_release_crd_refs: helm output is not YAML"):
         helm.helm_release_crd_refs(["a: [b"])
+
+
+def crd(name: str, group: str, owner: str | None = None, namespace: str | None = None) -> dict:
+    annotations = {}
+    if owner:
+        annotations = {releases.RELEASE_NAME: owner, releases.RELEASE_NAMESPACE: namespace}
+    return {"metadata": {"name": name, "annotations": annotations}, "spec": {"group": group}}
+
+
+def test_crds_of_our_groups_owned_by_another_release_are_conflicts():
+    ours = {"release": "mp-trust-manager", "namespace": "cert-manager", "crd_groups": ["trust.cert-manager.io"]}
+    found = [
+        crd("bundles.trust.cert-manager.io", "trust.cert-manager.io", "user-trust", "tools"),
+        crd("certificates.cert-manager.io", "cert-manager.io", "user-cm", "tools"),  # another chart's group
+        crd("clusterbundles.trust.cert-manager.io", "trust.cert-manager.io"),  # no owner: crds/ or kubectl
+        crd("x.trust.cert-manager.io", "trust.cert-manager.io", "mp-trust-manager", "cert-manager"),  # ours
+        crd("y.trust.cert-manager.io", "trust.cert-manager.io", "mp-trust-manager", "elsewhere"),  # same name, other ns
+    ]
+    assert releases.crd_conflicts([ours], found) == [
+        "CustomResourceDefinition bundles.trust.cert-manager.io belongs to Helm release tools/user-trust "
+        "(ours is cert-manager/mp-trust-manager)",
+        "CustomResourceDefinition y.trust.cert-manager.io belongs to Helm release elsewhere/mp-trust-manager "
+        "(ours is cert-manager/mp-trust-manager)",
+    ]
+    assert releases.crd_conflicts([{**ours, "crd_groups": []}], found) == []
+    assert releases.crd_conflicts([ours], []) == []

@@ -37,6 +37,10 @@ class Chart:
     # helm --atomic: a failed install is purged and a failed upgrade rolled back. Off only for
     # charts whose upstream says rollback is unsupported.
     atomic: bool = True
+    # API groups of the CRDs the chart installs (its templates or its crds/ folder), from the CRD
+    # files in shared/upstream. A CRD of these groups that another Helm release owns is reported
+    # and refused before helm runs (helm would fail on it, or with adoption take it over).
+    crd_groups: tuple[str, ...] = ()
 
     @property
     def release(self) -> str:
@@ -89,7 +93,8 @@ COMPONENTS: tuple[Component, ...] = (
         title="cert-manager",
         namespace="cert-manager",
         version_key="versions.certManager",
-        charts=(Chart("cert-manager", JETSTACK, "cert-manager", "versions.certManager"),),
+        charts=(Chart("cert-manager", JETSTACK, "cert-manager", "versions.certManager",
+                     crd_groups=("cert-manager.io", "acme.cert-manager.io")),),
     ),
     Component(
         name="trust_manager",
@@ -98,7 +103,8 @@ COMPONENTS: tuple[Component, ...] = (
         namespace="cert-manager",
         version_key="versions.trustManager",
         needs=("cert_manager",),
-        charts=(Chart("trust-manager", JETSTACK, "cert-manager", "versions.trustManager"),),
+        charts=(Chart("trust-manager", JETSTACK, "cert-manager", "versions.trustManager",
+                     crd_groups=("trust.cert-manager.io", "trust-manager.io")),),
         manifests=("Bundle publishing the gateway CA certificate",),
     ),
     Component(
@@ -112,6 +118,7 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://registry.k8s.io/nfd/charts/node-feature-discovery",
                 "node-feature-discovery",
                 "versions.nodeFeatureDiscovery",
+                crd_groups=("nfd.k8s-sigs.io",),
             ),
         ),
     ),
@@ -128,6 +135,7 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
                 "dra-driver-nvidia-gpu",
                 "versions.nvidiaDraDriver",
+                crd_groups=("resource.nvidia.com",),
             ),
         ),
         manifests=("ResourceQuota for system-critical pods (nvidiaDriverRoot not /)",),
@@ -146,12 +154,15 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://docker.io/envoyproxy/gateway-helm",
                 "envoy-gateway-system",
                 "versions.envoyGateway",
+                crd_groups=("gateway.networking.k8s.io", "gateway.networking.x-k8s.io", "gateway.envoyproxy.io"),
             ),
             Chart(
                 "ai-gateway-crds-helm",
                 "oci://docker.io/envoyproxy/ai-gateway-crds-helm",
                 "envoy-ai-gateway-system",
                 version=AI_GATEWAY_VERSION,
+                # Not collected in shared/upstream; the group of the AI Gateway's own kinds (AIGatewayRoute).
+                crd_groups=("aigateway.envoyproxy.io",),
             ),
             Chart(
                 "ai-gateway-helm",
@@ -171,7 +182,8 @@ COMPONENTS: tuple[Component, ...] = (
         namespace="lws-system",
         version_key="standard.leaderWorkerSet",
         stacks=frozenset({STANDARD}),
-        charts=(Chart("lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet"),),
+        charts=(Chart("lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet",
+                      crd_groups=("leaderworkerset.x-k8s.io",)),),
     ),
     Component(
         name="grove_kai",
@@ -188,6 +200,8 @@ COMPONENTS: tuple[Component, ...] = (
                 "dynamo.kaiScheduler",
                 # Upstream: "helm rollback is unsupported" (its CRD upgrader hook runs forward only).
                 atomic=False,
+                # Only the Queue CRD was collected in shared/upstream.
+                crd_groups=("scheduling.run.ai",),
             ),
             Chart("grove-charts", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "grove-system", "dynamo.grove"),
         ),
@@ -213,6 +227,7 @@ COMPONENTS: tuple[Component, ...] = (
                 "https://prometheus-community.github.io/helm-charts",
                 "monitoring",
                 "versions.prometheus",
+                crd_groups=("monitoring.coreos.com",),
             ),
         ),
     ),

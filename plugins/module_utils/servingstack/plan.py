@@ -80,6 +80,7 @@ def release_entry(chart: Chart, spec: dict) -> dict:
         "namespace": chart.namespace,
         "version_key": chart.version_key,
         "atomic": chart.atomic,
+        "crd_groups": list(chart.crd_groups),
     }
 
 

@@ -107,6 +107,32 @@ def changes(releases: list[dict[str, Any]], values: dict[str, Any], found: list[
     return {"todo": todo, "conflicts": conflicts}
 
 
+RELEASE_NAME = "meta.helm.sh/release-name"
+RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+
+
+def crd_conflicts(releases: list[dict[str, Any]], crds: list[dict[str, Any]]) -> list[str]:
+    """CRDs of ``releases``' charts (by ``crd_groups``) that another Helm release owns, one line each.
+
+    Helm marks what a release's templates installed with the release-name and release-namespace
+    annotations, and refuses to install a template over an object another release owns (unless
+    told to take ownership). CRDs without the marks (a chart's crds/ folder, kubectl) are helm's
+    to skip or report, so only marked ones are listed here.
+    """
+    lines: list[str] = []
+    for release in releases:
+        groups = set(release.get("crd_groups") or [])
+        for crd in crds or []:
+            annotations = (crd.get("metadata") or {}).get("annotations") or {}
+            owner = annotations.get(RELEASE_NAME)
+            owner_namespace = annotations.get(RELEASE_NAMESPACE)
+            group = (crd.get("spec") or {}).get("group")
+            if group in groups and owner and (owner, owner_namespace) != (release["release"], release["namespace"]):
+                lines.append(f"CustomResourceDefinition {crd['metadata']['name']} belongs to Helm release "
+                             f"{owner_namespace or '?'}/{owner} (ours is {release['namespace']}/{release['release']})")
+    return lines
+
+
 def show_crds_commands(found: list[dict[str, Any]], releases: list[dict[str, Any]],
                        binary: str = "helm") -> list[dict[str, Any]]:
     """``{name, argv}`` of ``helm show crds`` for each installed release in ``found`` that is one of ``releases``.
