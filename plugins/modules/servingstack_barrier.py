@@ -20,7 +20,7 @@ description:
   - In check mode a component whose releases were only previewed (not installed, so their CRDs are
     missing) is recorded with O(previewed), and C(wait) returns RV(previewed) for the components
     that need it, so they skip objects of those kinds as they would for a release of their own.
-  - Only bookkeeping on the controller: it never reports a change and runs the same in check mode.
+  - Only bookkeeping on the controller, so it never reports a change and runs the same in check mode.
 options:
   state:
     description: What to do.

@@ -93,8 +93,12 @@ COMPONENTS: tuple[Component, ...] = (
         title="cert-manager",
         namespace="cert-manager",
         version_key="versions.certManager",
-        charts=(Chart("cert-manager", JETSTACK, "cert-manager", "versions.certManager",
-                     crd_groups=("cert-manager.io", "acme.cert-manager.io")),),
+        charts=(
+            Chart(
+                "cert-manager", JETSTACK, "cert-manager", "versions.certManager",
+                crd_groups=("cert-manager.io", "acme.cert-manager.io"),
+            ),
+        ),
     ),
     Component(
         name="trust_manager",
@@ -103,8 +107,12 @@ COMPONENTS: tuple[Component, ...] = (
         namespace="cert-manager",
         version_key="versions.trustManager",
         needs=("cert_manager",),
-        charts=(Chart("trust-manager", JETSTACK, "cert-manager", "versions.trustManager",
-                     crd_groups=("trust.cert-manager.io", "trust-manager.io")),),
+        charts=(
+            Chart(
+                "trust-manager", JETSTACK, "cert-manager", "versions.trustManager",
+                crd_groups=("trust.cert-manager.io", "trust-manager.io"),
+            ),
+        ),
         manifests=("Bundle publishing the gateway CA certificate",),
     ),
     Component(
@@ -182,8 +190,12 @@ COMPONENTS: tuple[Component, ...] = (
         namespace="lws-system",
         version_key="standard.leaderWorkerSet",
         stacks=frozenset({STANDARD}),
-        charts=(Chart("lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet",
-                      crd_groups=("leaderworkerset.x-k8s.io",)),),
+        charts=(
+            Chart(
+                "lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet",
+                crd_groups=("leaderworkerset.x-k8s.io",),
+            ),
+        ),
     ),
     Component(
         name="grove_kai",
