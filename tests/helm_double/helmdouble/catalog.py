@@ -42,6 +42,50 @@ class CrdSet:
 
 
 @dataclass(frozen=True)
+class Fullname:
+    """A chart's ``<chart>.fullname`` helper as ``helm create`` writes it (and the charts below keep it).
+
+    ``override`` (a values path) wins when set; else the name (``name_override`` or the chart name) is
+    the release name when the release name contains it, else ``<release>-<name>``; cut at ``trunc``
+    characters and stripped of a trailing ``-``. ``chart`` is the chart whose name the rule uses (a
+    subchart's own for its objects; ``None``: the catalogue chart's), and the paths are read from the
+    parent chart's values (a subchart's values sit under its name, as helm coalesces them).
+    """
+
+    chart: str | None = None
+    override: str | None = "fullnameOverride"
+    name_override: str | None = "nameOverride"
+    trunc: int = 63
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A controller the published chart's templates render by default, modelled (no Go template is run).
+
+    ``name`` may use ``{fullname}`` (the ``fullname`` rule) and ``{name}`` (``nameOverride`` or the chart
+    name), as the chart's template does; ``override`` is a values path whose non-empty value is the whole
+    name instead (a per-component ``fullnameOverride``). It is rendered when any values path of ``when`` is
+    truthy (no paths: always), in the release namespace, with one replica and one container running
+    ``image`` (``{app_version}`` = the chart's appVersion). ``strategy`` is the values path the template
+    copies into ``spec.strategy`` (Deployment) / ``spec.updateStrategy`` (DaemonSet): it changes what
+    ``--wait`` waits for. ``template`` is the chart file it comes from (the manifest's ``# Source:``),
+    ``source`` where the facts were read.
+    """
+
+    name: str
+    component: str  # app.kubernetes.io/component (and the container name)
+    app: str  # app.kubernetes.io/name; may use {name}
+    image: str
+    template: str
+    kind: str = "Deployment"
+    when: tuple[str, ...] = ()
+    fullname: Fullname = field(default_factory=Fullname)
+    override: str | None = None
+    strategy: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Version:
     """One published chart version."""
 
@@ -69,6 +113,8 @@ class ChartEntry:
     subchart_values: dict[str, str] = field(default_factory=dict)
     # Plain-YAML template files (absolute paths) applied as they are: only local chart directories have them.
     templates: tuple[str, ...] = ()
+    # The controllers (Deployments, and DaemonSets) the published chart runs, rendered into the manifest.
+    workloads: tuple[Workload, ...] = ()
 
     def folder_for(self, version: Version) -> Path:
         return upstream_dir() / (version.folder or self.folder)
@@ -97,6 +143,220 @@ _GATEWAY_API_EXPERIMENTAL = (
 _EG_VALUES = "envoy-ai-gateway/envoy-gateway-values/envoy-gateway-values.yaml"
 _EG_INFERENCE = "envoy-ai-gateway/envoy-gateway-values/inference-pool-addon.yaml"
 
+# The controllers each published chart runs by default. The chart templates were not collected: names, toggles
+# and images are read from the upstream repositories' chart templates (cited per chart), with the defaults and
+# toggles checked against the collected values.yaml. Images: <repository from values.yaml>:<appVersion>, as the
+# templates default the tag, unless noted.
+_CERT_MANAGER_WORKLOADS = (
+    # cert-manager deploy/charts/cert-manager/templates/{deployment,webhook-deployment,cainjector-deployment}.yaml:
+    # cert-manager.fullname, webhook.fullname (<fullname>-webhook) and cainjector.fullname (<fullname>-cainjector)
+    # (_helpers.tpl); only the cainjector is toggled (values.yaml cainjector.enabled, default true). Images:
+    # imageRegistry quay.io + imageNamespace jetstack + image.name (values.yaml), tag appVersion.
+    Workload(
+        "{fullname}",
+        "controller",
+        "{name}",
+        "quay.io/jetstack/cert-manager-controller:{app_version}",
+        "templates/deployment.yaml",
+        strategy="strategy",
+    ),
+    Workload(
+        "{fullname}-webhook",
+        "webhook",
+        "webhook",
+        "quay.io/jetstack/cert-manager-webhook:{app_version}",
+        "templates/webhook-deployment.yaml",
+        strategy="webhook.strategy",
+    ),
+    Workload(
+        "{fullname}-cainjector",
+        "cainjector",
+        "cainjector",
+        "quay.io/jetstack/cert-manager-cainjector:{app_version}",
+        "templates/cainjector-deployment.yaml",
+        when=("cainjector.enabled",),
+        strategy="cainjector.strategy",
+    ),
+)
+_TRUST_MANAGER_WORKLOADS = (
+    # trust-manager deploy/charts/trust-manager/templates/deployment.yaml: named trust-manager.name (nameOverride or
+    # the chart name), NOT after the release; values.yaml image.name trust-manager under quay.io/jetstack.
+    Workload(
+        "{name}", "trust-manager", "{name}", "quay.io/jetstack/trust-manager:{app_version}", "templates/deployment.yaml"
+    ),
+)
+_NFD_IMAGE = "registry.k8s.io/nfd/node-feature-discovery:{app_version}"  # values.yaml image.repository
+_NFD_WORKLOADS = (
+    # node-feature-discovery deployment/helm/node-feature-discovery/templates/{master,nfd-gc,worker}.yaml:
+    # <fullname>-master and <fullname>-gc (Deployments), <fullname>-worker (DaemonSet); values.yaml master.enable,
+    # gc.enable and worker.enable default true (topologyUpdater.enable defaults false: not modelled).
+    Workload("{fullname}-master", "master", "{name}", _NFD_IMAGE, "templates/master.yaml", when=("master.enable",)),
+    Workload("{fullname}-gc", "gc", "{name}", _NFD_IMAGE, "templates/nfd-gc.yaml", when=("gc.enable",)),
+    Workload(
+        "{fullname}-worker",
+        "worker",
+        "{name}",
+        _NFD_IMAGE,
+        "templates/worker.yaml",
+        kind="DaemonSet",
+        when=("worker.enable",),
+        strategy="worker.updateStrategy",
+    ),
+)
+# dra-driver-nvidia-gpu _helpers.tpl fullimage: image.repository:v<appVersion> (the chart's appVersion has no v).
+_DRA_IMAGE = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v{app_version}"
+_DRA_WORKLOADS = (
+    # kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/templates: controller.yaml is
+    # guarded by `if .Values.resources.computeDomains.enabled` (values.yaml default true; the collection sets it
+    # false), kubeletplugin.yaml (a DaemonSet) by `if or computeDomains.enabled gpus.enabled`, and the webhook
+    # Deployment by `if .Values.webhook.enabled` (default false; NVIDIA/k8s-dra-driver-gpu webhook-deployment.yaml).
+    # All are named dra-driver-nvidia-gpu.name (nameOverride or the chart name) plus a suffix, not after the release.
+    Workload(
+        "{name}-controller",
+        "controller",
+        "{name}",
+        _DRA_IMAGE,
+        "templates/controller.yaml",
+        when=("resources.computeDomains.enabled",),
+    ),
+    Workload(
+        "{name}-webhook",
+        "webhook",
+        "{name}",
+        _DRA_IMAGE,
+        "templates/webhook-deployment.yaml",
+        when=("webhook.enabled",),
+        strategy="webhook.strategy",
+    ),
+    Workload(
+        "{name}-kubelet-plugin",
+        "kubelet-plugin",
+        "{name}",
+        _DRA_IMAGE,
+        "templates/kubeletplugin.yaml",
+        kind="DaemonSet",
+        when=("resources.computeDomains.enabled", "resources.gpus.enabled"),
+        strategy="kubeletPlugin.updateStrategy",
+    ),
+)
+_EG_WORKLOADS = (
+    # envoyproxy/gateway charts/gateway-helm/templates/envoy-gateway-deployment.yaml: a fixed name; image
+    # global.images.envoyGateway.image (values.yaml: docker.io/envoyproxy/gateway:<release tag>). v1.8.3's values
+    # have no topologyWebhook, so no topology-webhook Deployment; the certgen Job is a hook (not modelled).
+    Workload(
+        "envoy-gateway",
+        "envoy-gateway",
+        "{name}",
+        "docker.io/envoyproxy/gateway:{app_version}",
+        "templates/envoy-gateway-deployment.yaml",
+    ),
+)
+_AI_GATEWAY_WORKLOADS = (
+    # envoyproxy/ai-gateway manifests/charts/ai-gateway-helm/templates/deployment.yaml: named
+    # ai-gateway-helm.controller.fullname = controller.fullnameOverride (values.yaml: "ai-gateway-controller"), else
+    # the fullname rule on controller.nameOverride; image controller.image.repository (values.yaml), tag appVersion.
+    Workload(
+        "{fullname}",
+        "controller",
+        "ai-gateway-helm",
+        "docker.io/envoyproxy/ai-gateway-controller:{app_version}",
+        "templates/deployment.yaml",
+        fullname=Fullname(override="controller.fullnameOverride", name_override="controller.nameOverride"),
+    ),
+)
+_LWS_WORKLOADS = (
+    # kubernetes-sigs/lws charts/lws/templates/manager/deployment.yaml: <lws.fullname>-controller-manager; image
+    # image.manager.repository (values.yaml), tag appVersion (the release rewrites the in-repo tag `main`).
+    Workload(
+        "{fullname}-controller-manager",
+        "manager",
+        "{name}",
+        "registry.k8s.io/lws/lws:{app_version}",
+        "templates/manager/deployment.yaml",
+    ),
+)
+_KAI_WORKLOADS = (
+    # KAI-Scheduler deployments/kai-scheduler/templates/services/operator.yaml: the chart's one Deployment, named
+    # kai-operator (values.yaml operator.*); the scheduler, binder, podgrouper, admission, ... are created by the
+    # operator from the Config object (kai-config.yaml), not by helm. Image <global.registry>/<operator.image.name>:
+    # the release sets the registry to ghcr.io/kai-scheduler/kai-scheduler (shared/upstream/README.md).
+    Workload(
+        "kai-operator",
+        "operator",
+        "kai-operator",
+        "ghcr.io/kai-scheduler/kai-scheduler/operator:{app_version}",
+        "templates/services/operator.yaml",
+    ),
+)
+_GROVE_WORKLOADS = (
+    # ai-dynamo/grove operator/charts/templates/deployment.yaml: a fixed name (values.yaml deployment.labels name it
+    # grove-operator); the release image is ghcr.io/ai-dynamo/grove/grove-operator:<tag> (shared/upstream/README.md).
+    Workload(
+        "grove-operator",
+        "operator",
+        "grove-operator",
+        "ghcr.io/ai-dynamo/grove/grove-operator:{app_version}",
+        "templates/deployment.yaml",
+    ),
+)
+_KPS_WORKLOADS = (
+    # prometheus-community kube-prometheus-stack templates/prometheus-operator/deployment.yaml: named
+    # kube-prometheus-stack.operator.fullname = prometheusOperator.fullnameOverride, else <fullname>-operator with the
+    # fullname cut at 26 characters (_helpers.tpl); toggled by prometheusOperator.enabled (values.yaml, true); image
+    # prometheusOperator.image registry quay.io + repository prometheus-operator/prometheus-operator, tag appVersion.
+    Workload(
+        "{fullname}-operator",
+        "prometheus-operator",
+        "{name}-operator",
+        "quay.io/prometheus-operator/prometheus-operator:{app_version}",
+        "templates/prometheus-operator/deployment.yaml",
+        when=("prometheusOperator.enabled",),
+        fullname=Fullname(trunc=26),
+        override="prometheusOperator.fullnameOverride",
+        strategy="prometheusOperator.strategy",
+    ),
+    # Remote subcharts, each with its Chart.yaml dependency condition (all true in values.yaml). Their templates
+    # and values were not collected: each names its workload with helm create's fullname rule on its own values
+    # (kube-state-metrics, grafana and prometheus-node-exporter charts' _helpers.tpl), and the image tags are the
+    # appVersions believed published with those subchart versions (kube-state-metrics 5.33 -> v2.15.0, grafana
+    # 9.0.0 -> 12.0.0, prometheus-node-exporter 4.46.0 -> v1.9.1): plausible, not collected. The Prometheus and
+    # Alertmanager StatefulSets are created by the operator, not by helm: helm never waits for them.
+    Workload(
+        "{fullname}",
+        "metrics",
+        "kube-state-metrics",
+        "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.15.0",
+        "charts/kube-state-metrics/templates/deployment.yaml",
+        when=("kubeStateMetrics.enabled",),
+        fullname=Fullname(
+            "kube-state-metrics", "kube-state-metrics.fullnameOverride", "kube-state-metrics.nameOverride"
+        ),
+    ),
+    Workload(
+        "{fullname}",
+        "grafana",
+        "grafana",
+        "docker.io/grafana/grafana:12.0.0",
+        "charts/grafana/templates/deployment.yaml",
+        when=("grafana.enabled",),
+        fullname=Fullname("grafana", "grafana.fullnameOverride", "grafana.nameOverride"),
+    ),
+    Workload(
+        "{fullname}",
+        "metrics",
+        "prometheus-node-exporter",
+        "quay.io/prometheus/node-exporter:v1.9.1",
+        "charts/prometheus-node-exporter/templates/daemonset.yaml",
+        kind="DaemonSet",
+        when=("nodeExporter.enabled",),
+        fullname=Fullname(
+            "prometheus-node-exporter",
+            "prometheus-node-exporter.fullnameOverride",
+            "prometheus-node-exporter.nameOverride",
+        ),
+    ),
+)
+
 CHARTS: tuple[ChartEntry, ...] = (
     ChartEntry(
         name="cert-manager",
@@ -119,6 +379,7 @@ CHARTS: tuple[ChartEntry, ...] = (
                 keep="crds.keep",
             ),
         ),
+        workloads=_CERT_MANAGER_WORKLOADS,
     ),
     ChartEntry(
         name="trust-manager",
@@ -135,6 +396,7 @@ CHARTS: tuple[ChartEntry, ...] = (
                 keep="crds.keep",
             ),
         ),
+        workloads=_TRUST_MANAGER_WORKLOADS,
     ),
     ChartEntry(
         name="node-feature-discovery",
@@ -143,6 +405,7 @@ CHARTS: tuple[ChartEntry, ...] = (
         oci=("oci://registry.k8s.io/nfd/charts/node-feature-discovery",),
         repos=(NFD_LEGACY,),
         crds=(CrdSet("crds-dir", ("node-feature-discovery/chart/crds/nfd-api-crds.yaml",)),),
+        workloads=_NFD_WORKLOADS,
     ),
     ChartEntry(
         name="dra-driver-nvidia-gpu",
@@ -158,6 +421,7 @@ CHARTS: tuple[ChartEntry, ...] = (
                 ),
             ),
         ),
+        workloads=_DRA_WORKLOADS,
     ),
     ChartEntry(
         name="gateway-helm",
@@ -190,6 +454,7 @@ CHARTS: tuple[ChartEntry, ...] = (
             ("config.envoyGateway.extensionApis", _EG_VALUES),
         ),
         subchart_values={"crds": "envoy-gateway/chart/gateway-helm/charts/crds"},
+        workloads=_EG_WORKLOADS,
     ),
     ChartEntry(
         name="ai-gateway-crds-helm",
@@ -197,12 +462,14 @@ CHARTS: tuple[ChartEntry, ...] = (
         versions=(_v("v1.1.0"), _v("v0.7.0")),
         oci=("oci://docker.io/envoyproxy/ai-gateway-crds-helm",),
         notes="The AI Gateway CRDs were not collected upstream: installing this chart applies no CRD.",
+        # No workloads: a CRD-only chart (envoyproxy/ai-gateway manifests/charts/ai-gateway-crds-helm).
     ),
     ChartEntry(
         name="ai-gateway-helm",
         folder="envoy-ai-gateway/chart/ai-gateway-helm",
         versions=(_v("v1.1.0"), _v("v0.7.0")),
         oci=("oci://docker.io/envoyproxy/ai-gateway-helm",),
+        workloads=_AI_GATEWAY_WORKLOADS,
     ),
     ChartEntry(
         name="lws",
@@ -211,6 +478,7 @@ CHARTS: tuple[ChartEntry, ...] = (
         versions=(_v("v0.8.0"), _v("v0.7.0"), _v("v0.9.0")),
         oci=("oci://registry.k8s.io/lws/charts/lws",),
         crds=(CrdSet("crds-dir", ("lws/chart/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",)),),
+        workloads=_LWS_WORKLOADS,
     ),
     ChartEntry(
         name="kai-scheduler",
@@ -218,6 +486,7 @@ CHARTS: tuple[ChartEntry, ...] = (
         versions=(_v("v0.16.8"), _v("v0.17.0")),
         oci=("oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler",),
         crds=(CrdSet("crds-dir", ("kai-scheduler/chart/crds/scheduling.run.ai_queues.yaml",)),),
+        workloads=_KAI_WORKLOADS,
     ),
     ChartEntry(
         name="grove-charts",
@@ -237,6 +506,7 @@ CHARTS: tuple[ChartEntry, ...] = (
             ),
         ),
         notes="Grove CRDs are generated at release time and were not collected: no CRD is applied.",
+        workloads=_GROVE_WORKLOADS,
     ),
     ChartEntry(
         name="kube-prometheus-stack",
@@ -254,6 +524,7 @@ CHARTS: tuple[ChartEntry, ...] = (
                 condition="crds.enabled",
             ),
         ),
+        workloads=_KPS_WORKLOADS,
     ),
 )
 

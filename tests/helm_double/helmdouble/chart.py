@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from helmdouble import values as vals
-from helmdouble.catalog import ChartEntry, CrdSet, Version, upstream_dir
+from helmdouble.catalog import ChartEntry, CrdSet, Fullname, Version, Workload, upstream_dir
 
 KEEP_ANNOTATION = "helm.sh/resource-policy"
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
@@ -39,6 +39,15 @@ def _get(tree: dict[str, Any], path: str) -> Any:
             return None
         node = node[step]
     return node
+
+
+def _trunc(text: str, size: int) -> str:
+    """Sprig's ``trunc N | trimSuffix "-"``."""
+    return text[:size].removesuffix("-")
+
+
+# Helm's InstallOrder puts DaemonSets before Deployments (uninstall deletes in the reverse order).
+_KIND_ORDER = {"DaemonSet": 0, "Deployment": 1}
 
 
 @dataclass(frozen=True)
@@ -135,10 +144,62 @@ class Chart:
                     out.append((f"{self.name}/{folder}/{Path(file).name}", doc))
         return out
 
-    def manifest(self, user: dict[str, Any]) -> str:
-        """The release manifest: the templated objects (the chart's templated CRDs, a local chart's templates)."""
+    def _name(self, rule: Fullname, values: dict[str, Any]) -> str:
+        """``<chart>.name``: ``nameOverride`` or the chart name."""
+        override = _get(values, rule.name_override) if rule.name_override else None
+        return _trunc(str(override or rule.chart or self.name), 63)
+
+    def _fullname(self, rule: Fullname, values: dict[str, Any], release: str) -> str:
+        """``<chart>.fullname``: ``fullnameOverride``; else the release name if it contains the name, else both."""
+        override = _get(values, rule.override) if rule.override else None
+        if override:
+            return _trunc(str(override), rule.trunc)
+        name = self._name(rule, values)
+        return _trunc(release if name in release else f"{release}-{name}", rule.trunc)
+
+    def _workload(self, work: Workload, values: dict[str, Any], release: str, namespace: str) -> dict[str, Any]:
+        names = {"fullname": self._fullname(work.fullname, values, release), "name": self._name(work.fullname, values)}
+        override = _get(values, work.override) if work.override else None
+        name = _trunc(str(override), 63) if override else _trunc(work.name.format(**names), 63)
+        app_version = str(self.metadata.get("appVersion") or "")
+        selector = {
+            "app.kubernetes.io/name": work.app.format(**names),
+            "app.kubernetes.io/instance": release,
+            "app.kubernetes.io/component": work.component,
+        }
+        labels = {
+            **selector,
+            "app.kubernetes.io/version": app_version,
+            "app.kubernetes.io/managed-by": "Helm",
+            "helm.sh/chart": f"{self.name}-{self.version.version}".replace("+", "_")[:63].removesuffix("-"),
+        }
+        container = {"name": work.component, "image": work.image.format(app_version=app_version)}
+        spec: dict[str, Any] = {"replicas": 1} if work.kind == "Deployment" else {}
+        spec["selector"] = {"matchLabels": dict(selector)}
+        strategy = _get(values, work.strategy) if work.strategy else None
+        if isinstance(strategy, dict) and strategy:
+            spec["strategy" if work.kind == "Deployment" else "updateStrategy"] = json.loads(json.dumps(strategy))
+        spec["template"] = {"metadata": {"labels": dict(selector)}, "spec": {"containers": [container]}}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": work.kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": spec,
+        }
+
+    def workload_objects(self, user: dict[str, Any], release: str, namespace: str) -> list[tuple[str, dict[str, Any]]]:
+        """(source path, object) for every controller the chart renders with these values (``ChartEntry.workloads``)."""
+        values = vals.coalesce(self.defaults, user)
+        enabled = [w for w in self.entry.workloads if not w.when or any(_get(values, path) for path in w.when)]
+        enabled.sort(key=lambda w: _KIND_ORDER.get(w.kind, len(_KIND_ORDER)))  # stable: catalogue order within a kind
+        return [(f"{self.name}/{w.template}", self._workload(w, values, release, namespace)) for w in enabled]
+
+    def manifest(self, user: dict[str, Any], release: str = "release-name", namespace: str = "default") -> str:
+        """The release manifest: the templated objects (the chart's templated CRDs, its controllers, a local chart's
+        templates). ``release``/``namespace`` default to what ``helm template`` uses."""
         docs = []
-        for source, obj in self.crd_objects(user, "template") + self._template_objects():
+        objects = self.crd_objects(user, "template") + self.workload_objects(user, release, namespace)
+        for source, obj in objects + self._template_objects():
             body = dump(obj)
             docs.append(f"---\n# Source: {source}\n{body}")
         return "".join(docs)

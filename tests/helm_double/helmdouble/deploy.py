@@ -237,7 +237,7 @@ def _install(ctx: Context, name: str, ref: str, history: list[dict[str, Any]], p
     problem = _values_problems(chart, user) or _render_problems(chart, user, namespace)
     if problem:
         raise HelmError(prefix + problem)
-    manifest = chart.manifest(user)
+    manifest = chart.manifest(user, name, namespace)
     objects = _objects(manifest)
     _check_ownership(ctx, objects, name, namespace, "install")
     if args.flag("--create-namespace"):
@@ -307,7 +307,7 @@ def _upgrade(ctx: Context, name: str, ref: str, history: list[dict[str, Any]]) -
     problem = _values_problems(chart, user) or _render_problems(chart, user, namespace)
     if problem:
         raise HelmError("UPGRADE FAILED: " + problem)
-    manifest = chart.manifest(user)
+    manifest = chart.manifest(user, name, namespace)
     objects = _objects(manifest)
     old_objects = _objects(current.get("manifest") or "")
     old_keys = {_key(o, namespace) for o in old_objects}

@@ -18,8 +18,9 @@ for the kinds listed in ``CHECKS``, read from the objects' status:
   than ``backoffLimit`` fail the wait at once (``job is failed: <ns>/<name>``).
 
 Helm 3 also waits for Pods, PVCs (bound), Services (cluster IP, LoadBalancer ingress), CRDs
-(Established) and ReplicaSets/ReplicationControllers; the double does not (the charts it knows ship none
-but CRDs, which the stand-in establishes on creation). Helm polls every 2 s; the double polls sooner
+(Established) and ReplicaSets/ReplicationControllers; the double does not (the catalogue charts render
+only templated CRDs, which the stand-in establishes on creation, and their controller Deployments and
+DaemonSets: ``catalog.ChartEntry.workloads``). Helm polls every 2 s; the double polls sooner
 (``POLL_FIRST`` doubling to ``POLL_MAX``) because a simulated controller answers within milliseconds and
 the tests should not pay helm's granularity.
 """
