@@ -29,21 +29,8 @@ options:
     required: true
     type: list
     elements: dict
-  kubeconfig:
-    description:
-      - Path of the target cluster's kubeconfig.
-      - Empty uses C(K8S_AUTH_KUBECONFIG), then C(KUBECONFIG), then C(~/.kube/config), as the
-        C(kubernetes.core) modules do.
-    type: str
-    default: ""
-  context:
-    description: Kubeconfig context to use (empty for the current context).
-    type: str
-    default: ""
-requirements:
-  - kubernetes (Python client)
-notes:
-  - TLS verification follows the kubeconfig; this plugin never turns it off.
+extends_documentation_fragment:
+  - modelplane.serving.target_cluster
 """
 
 EXAMPLES = r"""

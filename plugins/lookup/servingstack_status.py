@@ -19,16 +19,6 @@ description:
   - Like every lookup it runs on the controller, so the cluster is given by O(kubeconfig), not by
     a task's C(environment).
 options:
-  kubeconfig:
-    description:
-      - Path of the target cluster's kubeconfig.
-      - Empty uses C(KUBECONFIG) or C(~/.kube/config).
-    type: str
-    default: ""
-  context:
-    description: Kubeconfig context to use (empty for the current context).
-    type: str
-    default: ""
   hostname:
     description:
       - The spec's C(gateway.hostname). With O(ca=auto) the CA certificate is only read when it is
@@ -62,8 +52,8 @@ options:
     description: Namespace of the CA Secret (the trust namespace).
     type: str
     default: cert-manager
-requirements:
-  - kubernetes (Python client)
+extends_documentation_fragment:
+  - modelplane.serving.target_cluster
 """
 
 EXAMPLES = r"""

@@ -49,9 +49,20 @@ def test_status_lookup_defaults_match_the_names_the_roles_use():
     assert options["ca_configmap_namespace"]["default"] == status.CA_CONFIGMAP_NAMESPACE
 
 
+def fragment_options(name: str) -> dict:
+    """The options a modelplane.serving doc fragment adds."""
+    from ansible_collections.modelplane.serving.plugins.doc_fragments import target_cluster
+
+    assert name == "modelplane.serving.target_cluster", name
+    return yaml.safe_load(target_cluster.ModuleDocFragment.DOCUMENTATION)["options"]
+
+
 def run_lookup(module, terms, **options):
     """Run a lookup with its documented option defaults (the playbook tests load it through Ansible)."""
-    documented = docs(Path(module.__file__))["DOCUMENTATION"]["options"]
+    documentation = docs(Path(module.__file__))["DOCUMENTATION"]
+    documented = dict(documentation["options"])
+    for fragment in documentation.get("extends_documentation_fragment", []):
+        documented.update(fragment_options(fragment))
     values = {name: spec.get("default") for name, spec in documented.items() if name != "_terms"}
     unknown = set(options) - set(values)
     assert not unknown, f"undocumented options {unknown}"
