@@ -103,12 +103,6 @@ def test_versions_resolve_from_the_spec():
     assert entries["lws"]["version"] == "v0.9.0"
 
 
-def test_teardown_is_the_reverse():
-    entries = planned()
-    assert plan.teardown_order(entries) == entries[::-1]
-    assert plan.teardown_order(entries)[0]["name"] == "prometheus"
-
-
 def test_order_breaks_ties_by_table_order():
     table = [Component("b", "B", "ns", "v.b", needs=("a",)), Component("c", "C", "ns", "v.c"),
              Component("a", "A", "ns", "v.a")]

@@ -103,7 +103,3 @@ def build_plan(spec: dict) -> list[dict]:
     """The ordered components to install for ``spec["stack"]`` (a defaulted spec)."""
     return [component_entry(component, spec) for component in components_for(spec["stack"])]
 
-
-def teardown_order(plan: list[dict]) -> list[dict]:
-    """The plan in the order to remove it: dependents first."""
-    return list(reversed(plan))
