@@ -102,4 +102,3 @@ def component_entry(component: Component, spec: dict) -> dict:
 def build_plan(spec: dict) -> list[dict]:
     """The ordered components to install for ``spec["stack"]`` (a defaulted spec)."""
     return [component_entry(component, spec) for component in components_for(spec["stack"])]
-
