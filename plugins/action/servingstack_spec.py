@@ -46,7 +46,8 @@ def read_document(args: dict[str, Any]) -> tuple[object, list]:
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     # The module's options: unknown ones fail here as the module would fail them.
-    _VALID_ARGS = frozenset(AUTH_ARG_SPEC) | frozenset({*SOURCES, "namespace"})
+    _VALID_ARGS = (frozenset(AUTH_ARG_SPEC) | frozenset({*SOURCES, "namespace"})
+                   | frozenset(alias for option in AUTH_ARG_SPEC.values() for alias in option.get("aliases", ())))
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)

@@ -15,7 +15,8 @@ BUNDLE = {"apiVersion": "trust.cert-manager.io/v1alpha1", "kind": "Bundle", "met
 
 
 def live(obj: dict, **extra: object) -> dict:
-    """``obj`` as the API server returns it: server-set metadata and a status added."""
+    """``obj`` as the API server returns it (a copy): server-set metadata and a status added."""
+    obj = json.loads(json.dumps(obj))
     metadata = {**obj["metadata"], "uid": "u-1", "resourceVersion": "7", "generation": 1,
                 "creationTimestamp": "2026-12-02T00:00:00Z"}
     return {**obj, "metadata": metadata, "status": {"conditions": []}, **extra}
@@ -39,6 +40,16 @@ def test_any_differing_desired_field_drifted(change):
     desired = json.loads(json.dumps(BUNDLE))
     change(desired)
     assert drift.drifted([desired], [live(BUNDLE)]) == [desired]
+
+
+def test_a_field_a_list_item_gained_in_the_cluster_is_drift():
+    """A patch replaces the list whole, so it would remove the field: the object drifted."""
+    changed = live(BUNDLE)
+    changed["spec"]["sources"] = [{"secret": {"name": "mp-gateway-ca", "key": "ca.crt"}, "inLine": "x"}]
+    assert drift.drifted([BUNDLE], [changed]) == [BUNDLE]
+    nested = live(BUNDLE)
+    nested["spec"]["sources"] = [{"secret": {"name": "mp-gateway-ca", "key": "ca.crt", "extra": 1}}]
+    assert drift.drifted([BUNDLE], [nested]) == [BUNDLE]
 
 
 def test_a_field_left_out_of_the_desired_object_is_no_drift_for_a_patch():

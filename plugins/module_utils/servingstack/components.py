@@ -37,9 +37,10 @@ class Chart:
     # helm --atomic: a failed install is purged and a failed upgrade rolled back. Off only for
     # charts whose upstream says rollback is unsupported.
     atomic: bool = True
-    # API groups of the CRDs the chart installs (its templates or its crds/ folder), from the CRD
-    # files in shared/upstream. A CRD of these groups that another Helm release owns is reported
-    # and refused before helm runs (helm would fail on it, or with adoption take it over).
+    # API groups of the CRDs the chart renders as templates (from the CRD files in shared/upstream).
+    # Helm refuses to install a template over an object another release owns, so a CRD of these
+    # groups owned by another release is reported and refused before helm runs, unless adopting.
+    # CRDs in a chart's crds/ folder are left out: helm skips existing ones without asking whose.
     crd_groups: tuple[str, ...] = ()
 
     @property
@@ -126,7 +127,6 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://registry.k8s.io/nfd/charts/node-feature-discovery",
                 "node-feature-discovery",
                 "versions.nodeFeatureDiscovery",
-                crd_groups=("nfd.k8s-sigs.io",),
             ),
         ),
     ),
@@ -143,7 +143,6 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
                 "dra-driver-nvidia-gpu",
                 "versions.nvidiaDraDriver",
-                crd_groups=("resource.nvidia.com",),
             ),
         ),
         manifests=("ResourceQuota for system-critical pods (nvidiaDriverRoot not /)",),
@@ -162,14 +161,14 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://docker.io/envoyproxy/gateway-helm",
                 "envoy-gateway-system",
                 "versions.envoyGateway",
-                crd_groups=("gateway.networking.k8s.io", "gateway.networking.x-k8s.io", "gateway.envoyproxy.io"),
             ),
             Chart(
                 "ai-gateway-crds-helm",
                 "oci://docker.io/envoyproxy/ai-gateway-crds-helm",
                 "envoy-ai-gateway-system",
                 version=AI_GATEWAY_VERSION,
-                # Not collected in shared/upstream; the group of the AI Gateway's own kinds (AIGatewayRoute).
+                # The chart templates the AI Gateway's CRDs (not collected in shared/upstream); the
+                # group of its own kinds (AIGatewayRoute).
                 crd_groups=("aigateway.envoyproxy.io",),
             ),
             Chart(
@@ -190,12 +189,7 @@ COMPONENTS: tuple[Component, ...] = (
         namespace="lws-system",
         version_key="standard.leaderWorkerSet",
         stacks=frozenset({STANDARD}),
-        charts=(
-            Chart(
-                "lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet",
-                crd_groups=("leaderworkerset.x-k8s.io",),
-            ),
-        ),
+        charts=(Chart("lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet"),),
     ),
     Component(
         name="grove_kai",
@@ -212,8 +206,6 @@ COMPONENTS: tuple[Component, ...] = (
                 "dynamo.kaiScheduler",
                 # Upstream: "helm rollback is unsupported" (its CRD upgrader hook runs forward only).
                 atomic=False,
-                # Only the Queue CRD was collected in shared/upstream.
-                crd_groups=("scheduling.run.ai",),
             ),
             Chart("grove-charts", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "grove-system", "dynamo.grove"),
         ),
@@ -239,7 +231,6 @@ COMPONENTS: tuple[Component, ...] = (
                 "https://prometheus-community.github.io/helm-charts",
                 "monitoring",
                 "versions.prometheus",
-                crd_groups=("monitoring.coreos.com",),
             ),
         ),
     ),

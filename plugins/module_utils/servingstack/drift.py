@@ -6,7 +6,8 @@
 one and reports a change when the result differs. Patching with values the object already holds
 changes nothing, so an object whose every desired field is already set to the desired value is
 left alone here. Anything else counts as drift and goes to the module, which stays the judge: a
-false "drifted" costs one module run, never a wrong result.
+false "drifted" costs one module run, never a wrong result: so list items are compared exactly
+(a server-defaulted field inside one costs a module run on every re-run, nothing worse).
 """
 
 from __future__ import annotations
@@ -21,20 +22,22 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _SERVER_FIELDS = frozenset({"status"})
 
 
-def contains(live: Any, desired: Any) -> bool:
+def contains(live: Any, desired: Any, exact: bool = False) -> bool:
     """True when ``live`` already holds everything ``desired`` sets.
 
-    Mappings: every desired key is present in ``live`` with a contained value. Lists: the same
-    length, each element contained in its counterpart (a patch replaces or merges lists, so a
-    longer or shorter live list is drift). Scalars: equal, with ``1`` and ``1.0`` equal but a bool
+    Mappings: every desired key is present in ``live`` with a contained value (with ``exact``, and
+    no other key). Lists: the same length, each element matching its counterpart exactly: a merge
+    patch, and an apply outside the few lists it merges by key, replace a list whole, so a field a
+    list item gained in the cluster is drift. Scalars: equal, with ``1`` and ``1.0`` equal but a bool
     never equal to a number.
     """
     if isinstance(desired, dict):
-        return isinstance(live, dict) and all(key in live and contains(live[key], value)
-                                              for key, value in desired.items())
+        if not isinstance(live, dict) or (exact and set(live) != set(desired)):
+            return False
+        return all(key in live and contains(live[key], value, exact) for key, value in desired.items())
     if isinstance(desired, list):
         return (isinstance(live, list) and len(live) == len(desired)
-                and all(contains(live[index], want) for index, want in enumerate(desired)))
+                and all(contains(live[index], want, exact=True) for index, want in enumerate(desired)))
     if isinstance(desired, bool) or isinstance(live, bool):
         return type(desired) is type(live) and desired == live
     return desired == live

@@ -18,9 +18,13 @@ class KubeReadError(Exception):
 
 
 def connect(kubeconfig: str = "", context: str = "") -> Any:
-    """A ``DynamicClient`` for ``kubeconfig`` (else ``K8S_AUTH_KUBECONFIG``, ``KUBECONFIG``, ``~/.kube/config``).
+    """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings.
 
-    TLS verification follows the kubeconfig, as kubectl does; it is never turned off here.
+    Kubeconfig: ``kubeconfig``, else ``K8S_AUTH_KUBECONFIG``, ``KUBECONFIG``, ``~/.kube/config``;
+    context: ``context``, else ``K8S_AUTH_CONTEXT``; inside a pod with none of these, the pod's
+    service account. ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are refused rather
+    than half-honoured, so reads never reach another cluster than the modules' writes. TLS
+    verification follows the kubeconfig, as kubectl does; it is never turned off here.
     """
     try:
         from kubernetes import config
@@ -28,14 +32,31 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
     except ImportError:
         raise KubeReadError("the kubernetes Python client is required") from None
     path = kubeconfig or os.environ.get("K8S_AUTH_KUBECONFIG") or None
+    if not path and (os.environ.get("K8S_AUTH_HOST") or os.environ.get("K8S_AUTH_API_KEY")):
+        raise KubeReadError("K8S_AUTH_HOST/K8S_AUTH_API_KEY are not used for reads on the controller: "
+                            "give the cluster as a kubeconfig (K8S_AUTH_KUBECONFIG or the role's kubeconfig variable)")
+    context = context or os.environ.get("K8S_AUTH_CONTEXT") or ""
     try:
-        api_client = config.new_client_from_config(config_file=path, context=context or None)
+        if not path and not context and _in_cluster_only():
+            from kubernetes.client import ApiClient
+
+            config.load_incluster_config()
+            api_client = ApiClient()
+        else:
+            api_client = config.new_client_from_config(config_file=path, context=context or None)
     except Exception as error:  # config errors name the file, not its content
         raise KubeReadError(f"cannot load the kubeconfig: {error}") from None
     try:
         return DynamicClient(api_client)
     except Exception as error:  # discovery failed: the cluster is unreachable or refuses us
         raise KubeReadError(f"cannot reach the cluster: {_reason(error)}") from None
+
+
+def _in_cluster_only() -> bool:
+    """Inside a pod, with no kubeconfig file to prefer (as kubernetes.core falls back to the pod's account)."""
+    default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not any(
+        os.path.exists(part) for part in default.split(os.pathsep) if part)
 
 
 def _reason(error: Exception) -> str:
