@@ -6,13 +6,9 @@ Charts here are local chart directories of plain YAML (helm looks for a local pa
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,10 +21,10 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from double_cli import get, helm  # noqa: E402
 from helmdouble import wait  # noqa: E402
 from helmdouble.cli import HelmError  # noqa: E402
 
-HELM = [sys.executable, str(HERE / "helm.py")]
 DEADLINE = "context deadline exceeded"
 
 
@@ -157,25 +153,9 @@ def make_chart(folder: Path, *objects: dict[str, Any], name: str = "demo") -> st
     return str(folder)
 
 
-def helm(cluster: ClusterHandle, *argv: str, namespace: str) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.monotonic()
-    result = subprocess.run([*HELM, *argv], capture_output=True, text=True, timeout=120, check=False,
-                            env={**cluster.env, "HELM_NAMESPACE": namespace})
-    return result, time.monotonic() - start
-
-
 def install(cluster: ClusterHandle, release: str, chart: str, *flags: str) -> tuple[subprocess.CompletedProcess, float]:
     return helm(cluster, "upgrade", "-i", "--create-namespace", *flags, release, chart, namespace=release)
 
-
-def get(cluster: ClusterHandle, path: str) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(cluster.url + path, timeout=30) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        if error.code == 404:
-            return None
-        raise
 
 
 def deployment_of(cluster: ClusterHandle, namespace: str) -> dict[str, Any] | None:

@@ -7,12 +7,7 @@ Pure rendering first, then the double against stand-ins whose simulated controll
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +20,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from double_cli import get, helm  # noqa: E402
 from helmdouble import catalog, wait  # noqa: E402
 from helmdouble.chart import Chart  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream reference data absent: {UPSTREAM}")
 
-HELM = [sys.executable, str(HERE / "helm.py")]
 CERT_MANAGER = "oci://quay.io/jetstack/charts/cert-manager"
 AI_GATEWAY_CRDS = "oci://docker.io/envoyproxy/ai-gateway-crds-helm"
 CERT_MANAGER_DEPLOYMENTS = ["mp-cert-manager", "mp-cert-manager-webhook", "mp-cert-manager-cainjector"]
@@ -172,28 +167,6 @@ def test_the_manifest_holds_the_workloads_after_the_templated_crds():
 
 # --------------------------------------------------------------------------- against the stand-in
 
-
-def helm(cluster: ClusterHandle, *argv: str, namespace: str) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.monotonic()
-    result = subprocess.run(
-        [*HELM, *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**cluster.env, "HELM_NAMESPACE": namespace},
-    )
-    return result, time.monotonic() - start
-
-
-def get(cluster: ClusterHandle, path: str) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(cluster.url + path, timeout=30) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        if error.code == 404:
-            return None
-        raise
 
 
 def deployments(cluster: ClusterHandle, namespace: str) -> dict[str, dict[str, Any]]:
