@@ -157,7 +157,6 @@ def install(cluster: ClusterHandle, release: str, chart: str, *flags: str) -> tu
     return helm(cluster, "upgrade", "-i", "--create-namespace", *flags, release, chart, namespace=release)
 
 
-
 def deployment_of(cluster: ClusterHandle, namespace: str) -> dict[str, Any] | None:
     return get(cluster, f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
 

@@ -168,7 +168,6 @@ def test_the_manifest_holds_the_workloads_after_the_templated_crds():
 # --------------------------------------------------------------------------- against the stand-in
 
 
-
 def deployments(cluster: ClusterHandle, namespace: str) -> dict[str, dict[str, Any]]:
     listed = get(cluster, f"/apis/apps/v1/namespaces/{namespace}/deployments") or {}
     return {item["metadata"]["name"]: item for item in listed.get("items", [])}
