@@ -10,7 +10,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean
+.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -58,3 +58,8 @@ deploy: $(STAMP) ## Converge the real cluster SPEC's secrets name (TARGET_KUBECO
 
 clean: ## Remove the virtualenv, collections and caches.
 	rm -rf $(VENV) $(COLLECTIONS) .pytest_cache .ruff_cache .hypothesis
+
+# Test charts (testing/charts): built from our templates plus ../shared/upstream data, packaged by the venv's helm.
+test-charts: $(STAMP) ## Build the test charts into a chart repository: make test-charts DIR=path.
+	@test -n "$(DIR)" || { echo "usage: make test-charts DIR=path" >&2; exit 2; }
+	$(BIN)/python testing/charts/build.py --helm $(BIN)/helm $(abspath $(DIR))

@@ -23,9 +23,9 @@ HELM_BINARIES = {3: VENV / "bin" / "helm", 4: VENV / "helm4" / "bin" / "helm"}
 HELM_VERSIONS = {3: "v3.17.2", 4: "v4.3.1"}
 
 
-def helm_majors(env: Mapping[str, str] = os.environ) -> list[int]:
+def helm_majors(env: Mapping[str, str] | None = None) -> list[int]:
     """The helm majors this run tests: HELM_MAJOR as `3`, `4` or `3,4` (both when unset)."""
-    raw = env.get("HELM_MAJOR", "").strip() or "3,4"
+    raw = (os.environ if env is None else env).get("HELM_MAJOR", "").strip() or "3,4"
     majors = []
     for part in raw.split(","):
         if part.strip() not in ("3", "4"):

@@ -17,7 +17,9 @@ options:
     type: str
     default: ""
   context:
-    description: Kubeconfig context to use (empty for the current context).
+    description:
+      - Kubeconfig context to use. Empty uses the kubeconfig's current context; C(K8S_AUTH_CONTEXT) only when
+        O(kubeconfig) is empty too, since it names a context of the environment's kubeconfig.
     type: str
     default: ""
 requirements:

@@ -39,8 +39,8 @@ EXAMPLES = r"""
     found: >-
       {{ query('modelplane.serving.servingstack_objects',
                {'apiVersion': 'gateway.networking.k8s.io/v1', 'kind': 'Gateway',
-                'metadata': {'name': 'inference-gateway', 'namespace': 'envoy-gateway-system'}},
-               {'apiVersion': 'v1', 'kind': 'ConfigMap', 'namespace': 'envoy-gateway-system',
+                'metadata': {'name': 'inference-gateway', 'namespace': 'modelplane-system'}},
+               {'apiVersion': 'v1', 'kind': 'ConfigMap', 'namespace': 'modelplane-system',
                 'label_selector': 'modelplane.ai/client-ca'},
                kubeconfig=target_kubeconfig) }}
 """

@@ -18,6 +18,9 @@ description:
     from the CA Secret's C(ca.crt). Only CERTIFICATE blocks are returned, never a key.
   - Like every lookup it runs on the controller, so the cluster is given by O(kubeconfig), not by
     a task's C(environment).
+  - The object names default to the ones the C(envoy_gateway) and C(trust_manager) roles use by
+    default; the C(servingstack) role (and so C(playbooks/status.yml)) passes the roles' settings
+    instead, so a renamed or moved Gateway is still found.
 options:
   hostname:
     description:
@@ -37,11 +40,15 @@ options:
     type: str
     default: inference-gateway
   gateway_namespace:
-    description: Namespace of the Gateway (the Envoy Gateway component's namespace).
+    description:
+      - Namespace of the Gateway (the C(envoy_gateway) role's C(envoy_gateway_gateway_namespace)), where
+        Modelplane's HTTPRoutes attach.
     type: str
-    default: envoy-gateway-system
+    default: modelplane-system
   ca_name:
-    description: Name of both the CA Secret and the ConfigMap trust-manager publishes it to.
+    description:
+      - Name of both the CA Secret and the ConfigMap trust-manager publishes it to (the C(envoy_gateway)
+        role's C(envoy_gateway_ca_name)).
     type: str
     default: mp-gateway-ca
   ca_configmap_namespace:
@@ -49,7 +56,7 @@ options:
     type: str
     default: modelplane-system
   ca_secret_namespace:
-    description: Namespace of the CA Secret (the trust namespace).
+    description: Namespace of the CA Secret (the trust namespace, C(envoy_gateway_ca_namespace)).
     type: str
     default: cert-manager
 extends_documentation_fragment:

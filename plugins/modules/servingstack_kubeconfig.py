@@ -17,11 +17,30 @@ description:
     remove afterwards.
   - With a cloud identity (O(identity_type) and O(identity_credential)), authenticates as that identity instead of
     the kubeconfig's embedded credentials, as the ServingStack reference says. The current context's user is
-    replaced by a bearer token minted from the credential.
-  - C(GoogleApplicationCredentials) takes a Google service-account key (JSON) and exchanges a signed JWT for an
-    OAuth 2.0 access token at the key's C(token_uri) (RFC 7523), over HTTPS with certificate verification.
-  - C(AWSWebIdentityCredentials) and C(NebiusServiceAccountCredentials) are refused with a clear message by this
-    release.
+    replaced by a kubeconfig C(exec) credential plugin that hands out a bearer token minted from the credential.
+  - The credential is validated first (a wrong shape fails naming the field, before any network call), then one
+    token is minted, so a wrong key fails here with a clear message rather than in the first component.
+  - "Token refresh: the plugin is the collection's own C(cloud_identity) module_utils file, written with a C(0600)
+    C(config.json) (the credential) and a C(token.json) cache into a private C(0700) directory C(<dest>.identity).
+    The kubeconfig runs it as C(<python> <dir>/plugin.py <dir>/config.json): paths only, nothing secret in argv or
+    the environment. kubernetes.core and helm run it when they load the kubeconfig and again when the token's
+    C(expirationTimestamp) passes; it answers from the cache and mints a new token when the cached one has less
+    than five minutes left, so runs longer than a token's lifetime keep working. Remove C(<dest>.identity) with
+    O(dest) (RV(identity_dir))."
+  - C(GoogleApplicationCredentials) takes a Google service-account key (JSON; a signed JWT is exchanged for an
+    OAuth 2.0 access token at the key's C(token_uri), RFC 7523) or an C(authorized_user) credential (refresh-token
+    grant at its C(token_uri)). C(external_account) and C(impersonated_service_account) are refused by name.
+  - C(AWSWebIdentityCredentials) takes a JSON object with C(roleARN) and C(webIdentityToken) (optional
+    C(roleSessionName), C(region), C(stsEndpoint), C(clusterName)). STS C(AssumeRoleWithWebIdentity) gives temporary
+    credentials; the token is an EKS token, C(k8s-aws-v1.) and the base64url SigV4-presigned C(GetCallerIdentity)
+    URL with the signed header C(x-k8s-aws-id) set to the cluster name (C(clusterName), else the current context's
+    cluster name, the last segment of an EKS cluster ARN).
+  - C(NebiusServiceAccountCredentials) takes the Nebius CLI's credentials JSON (C(subject-credentials) with C(alg)
+    RS256, C(private-key), C(kid), C(iss), C(sub)) or provider-nebius's (C(private_key), C(public_key_id),
+    C(account_id)); a signed JWT is exchanged for an access token with the RFC 8693 token-exchange form at
+    C(https://auth.nebius.com/oauth2/token/exchange) (C(tokenEndpoint) beside it overrides).
+  - Endpoints are HTTPS only, with certificate verification. C(token_uri), C(stsEndpoint) and C(tokenEndpoint) in the
+    credential point them elsewhere, for private clouds and tests; they default to the real ones.
   - Neither the kubeconfig, the credential nor the token is ever returned or logged.
 options:
   kubeconfig:
@@ -44,7 +63,7 @@ options:
     type: str
     default: spec.secrets
   ca_file:
-    description: CA bundle to verify the token endpoint with, instead of the system's.
+    description: CA bundle to verify the token endpoints (Google, STS, Nebius IAM) with, instead of the system's.
     type: path
 attributes:
   check_mode:
@@ -56,10 +75,14 @@ attributes:
     support: none
     description: The content is secret, so no diff is shown.
 notes:
-  - The caller removes O(dest) when the converge ends (the servingstack role does so in an C(always) block).
+  - The caller removes O(dest) and RV(identity_dir) when the converge ends (the servingstack role does so in an
+    C(always) block).
+  - The plugin runs with the Python interpreter that ran this module, so that interpreter must stay available while
+    the kubeconfig is used (the controller's, with C(connection=local)).
 requirements:
   - PyYAML
-  - cryptography (signs the JWT for Google service-account keys)
+  - cryptography (signs the JWTs for Google service-account keys and Nebius service accounts)
+  - botocore (SigV4-presigns the EKS token for C(AWSWebIdentityCredentials))
 """
 
 EXAMPLES = r"""
@@ -84,10 +107,17 @@ authenticated_as:
   returned: success
   type: str
   sample: GoogleApplicationCredentials
+identity_dir:
+  description: The private directory holding the credential plugin, its configuration and its token cache.
+  returned: success, with a cloud identity
+  type: str
+  sample: /tmp/ansible.servingstack/kubeconfig.identity
 """
 
+import json
 import os
-import tempfile
+import shutil
+import sys
 import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
@@ -95,18 +125,41 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.credentials import check_kubeconfig
 
+# Appended to the plugin's copy of cloud_identity.py so that it runs as a script.
+PLUGIN_MAIN = """
+
+if __name__ == "__main__":
+    raise SystemExit(plugin_main(sys.argv[1:]))
+"""
+
 
 def _write_private(path: str, text: str) -> None:
     """Write ``text`` to ``path`` readable by the owner only, never wider even for a moment."""
-    # mkstemp creates the file 0600 with O_EXCL under an unpredictable name, then it is renamed.
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".servingstack-kubeconfig-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    cloud_identity.write_private(path, text)
+
+
+def plugin_source() -> str:
+    """The source of cloud_identity.py (from the AnsiballZ payload or the collection), runnable as a script."""
+    loader = getattr(cloud_identity, "__loader__", None)
+    source = loader.get_source(cloud_identity.__name__) if loader is not None else None
+    if isinstance(source, bytes):  # Ansible's collection loader answers bytes, zipimport str
+        source = source.decode("utf-8")
+    if not source:
+        with open(cloud_identity.__file__, encoding="utf-8") as handle:
+            source = handle.read()
+    return source + PLUGIN_MAIN
+
+
+def write_identity_dir(directory: str, config: dict, minted: cloud_identity.Minted) -> list[str]:
+    """Write the plugin, its configuration and the first token into ``directory`` (0700); return the argv."""
+    if os.path.isdir(directory):
+        shutil.rmtree(directory)
+    os.mkdir(directory, 0o700)
+    plugin, config_file = os.path.join(directory, "plugin.py"), os.path.join(directory, "config.json")
+    cloud_identity.write_private(plugin, plugin_source())
+    cloud_identity.write_private(config_file, json.dumps({**config, "cache": os.path.join(directory, "token.json")}))
+    cloud_identity.store_token(os.path.join(directory, "token.json"), minted)
+    return [sys.executable, plugin, config_file]
 
 
 def post_form(url: str, body: bytes, ca_file: str | None = None, timeout: float = 30.0) -> bytes:
@@ -141,24 +194,33 @@ def main() -> None:
         supports_check_mode=True,
     )
     params = module.params
+    result = {"changed": False, "dest": params["dest"], "authenticated_as": params["identity_type"] or "kubeconfig"}
     try:
         check_kubeconfig(params["kubeconfig"], "kubeconfig")
         text = params["kubeconfig"]
         if params["identity_type"]:
+            where = params["identity_path"]
+            # The credential's shape is checked before any network call.
+            cloud_identity.validate(params["identity_type"], params["identity_credential"], where)
+            cluster = cloud_identity.current_cluster(text)
 
             def post(url: str, body: bytes) -> bytes:
                 return post_form(url, body, ca_file=params["ca_file"])
 
-            token = cloud_identity.exchange(
-                params["identity_type"], params["identity_credential"], params["identity_path"], post=post
+            minted = cloud_identity.mint(
+                params["identity_type"], params["identity_credential"], where, post=post, cluster=cluster
             )
-            text = cloud_identity.kubeconfig_with_token(text, token)
+            config = {
+                "type": params["identity_type"], "credential": params["identity_credential"], "where": where,
+                "ca_file": params["ca_file"], "cluster": cluster,
+            }
+            result["identity_dir"] = params["dest"] + ".identity"
+            argv = write_identity_dir(result["identity_dir"], config, minted)
+            text = cloud_identity.kubeconfig_with_exec(text, argv)
         _write_private(params["dest"], text)
     except ValueError as error:
         module.fail_json(msg=str(error))
-    module.exit_json(
-        changed=False, dest=params["dest"], authenticated_as=params["identity_type"] or "kubeconfig"
-    )
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,19 @@ description:
     fields at every level) and the rules a schema cannot express, and reports B(all) problems at once, each as
     C(<path>: <problem>) naming the value and the rule.
   - The rules are exactly one C(Kubeconfig) secret; at most one cloud identity secret; unique listener names and
-    ports (Gateway API treats listeners that share a port as conflicted); C(gateway.hostname) a Gateway API
-    Hostname; C(gateway.clientCAs[].certificate) PEM CERTIFICATE blocks that parse (a pasted private key is refused
-    and never echoed); unique client CA names; every version pin in use a semantic version with an optional C(v);
-    C(versions.envoyGateway) a v1.8.x release from v1.8.1 (the Envoy AI Gateway v1.1.x pairing); C(dynamo.grove)
+    ports (Gateway API treats listeners that share a port as conflicted); with C(gateway.hostname), no listener named
+    C(https) or on port 443 (the gateway adds its own HTTPS listener so named, on that port); C(gateway.hostname) a
+    Gateway API Hostname; C(gateway.clientCAs[].certificate) PEM CERTIFICATE blocks that parse (a pasted private key
+    is refused and never echoed); unique client CA names of at most 240 characters (each CA is stored in a ConfigMap
+    C(mp-client-ca-<name>), at most 253); every version pin in use a semantic version with an optional C(v);
+    C(versions.envoyGateway) a v1.8.x release from v1.8.0 (the Envoy AI Gateway v1.1.x pairing); C(dynamo.grove)
     C(v0.1.0-alpha.12-rc2) or later in release order (grove#753).
   - Pins for the stack not chosen (C(standard.*) on a Dynamo stack, C(dynamo.*) on a Standard one) are ignored, as
-    the reference says; each is returned in RV(ignored) and shown as a warning.
+    the reference says; each is returned in RV(ignored) and shown as a warning. C(versions.envoyGateway) below
+    v1.8.1 (v1.8.0) is accepted with a warning, since Envoy AI Gateway v1.1.x says it needs v1.8.1 or later.
+  - An empty C(gateway.listeners) means the default listener and an empty C(nvidiaDriverRoot) means C(/). A live
+    object's C(status) is returned unchecked, and the fields Crossplane adds to a composite resource's spec
+    (C(spec.crossplane), C(spec.compositionRef) and the other legacy ones) are dropped; neither is ever refused.
   - Fills every default of the reference, including C(metadata.namespace=default) for a manifest that names no
     namespace and each secret's C(namespace) (the ServingStack's namespace).
   - Returns the defaulted manifest and the ordered install plan. Never changes anything.

@@ -1,22 +1,34 @@
 #!/usr/bin/python
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Write a ServingStack's status.gateway through the status subresource."""
+"""Write a ServingStack's status (gateway, conditions, components) through the status subresource."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: servingstack_status_update
-short_description: Write a live ServingStack's status.gateway
+short_description: Write a live ServingStack's status
 version_added: 0.1.0
 author:
   - Modelplane engineers (@modelplaneai)
 description:
-  - Sets C(status.gateway) of a C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) on the management
+  - Sets the status of a C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) on the management
     cluster through its C(status) subresource (C(kubernetes.core.k8s) cannot write subresources).
-  - Keys of C(status.gateway) that O(status) no longer has are removed; other status fields are kept.
-  - Reports a change only when C(status.gateway) differs.
+  - C(status.gateway) is O(status)'s C(gateway); keys it no longer has are removed.
+  - With O(components) (the plan), also C(status.components), C(status.conditions) and
+    C(status.observedGeneration). C(components) has one entry per planned component, in plan order, with its
+    C(name), C(ready) and C(version) (the planned version once it converged; for one that did not, the version
+    the status had for it before, if any).
+  - C(conditions) are C(Ready) and C(Synced), as C(metav1.Condition)s. C(Synced) is C(True) (reason
+    C(Converged)) when every component converged; otherwise C(False) with reason C(<Component>Failed) (for
+    example C(CertManagerFailed), the first failed component in plan order) and a message naming each failed
+    component with a one-line summary of its error, credentials removed. C(Ready) is the same when a component
+    failed; otherwise C(True) (reason C(Available)) once the gateway has an address, else C(False) with reason
+    C(GatewayAddressPending) and a message saying why, from O(gateway_object) and O(gateway_services).
+  - Each condition's C(lastTransitionTime) is kept while its C(status) stays the same; C(observedGeneration) is
+    O(observed_generation), the generation of the ServingStack the run read.
+  - Reports a change only when the status differs.
 options:
   name:
     description: Name of the ServingStack.
@@ -32,6 +44,31 @@ options:
         (a C(gateway) mapping with optional C(address) and C(caCertificate)).
     type: dict
     required: true
+  components:
+    description:
+      - The install plan (as C(modelplane.serving.servingstack_spec) returns it); each entry's C(name) and
+        C(version) are used. Without it only C(status.gateway) is written.
+    type: list
+    elements: dict
+  failed:
+    description:
+      - The components that did not converge, each with the error it failed with (summarised before it is
+        written). Names outside O(components) are reported too.
+    type: dict
+    default: {}
+  observed_generation:
+    description: C(metadata.generation) of the ServingStack when the run read it.
+    type: int
+  gateway_object:
+    description:
+      - The Gateway as read from the target cluster (or null when it does not exist), to say why it has no address.
+      - Used only when O(status) has no gateway address.
+    type: dict
+  gateway_services:
+    description: The Services Envoy Gateway made for the Gateway, read from the target cluster.
+    type: list
+    elements: dict
+    default: []
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:
@@ -40,7 +77,7 @@ attributes:
     description: In check mode the change is computed but not written.
   diff_mode:
     support: full
-    description: Shows the old and new C(status.gateway).
+    description: Shows the old and new status.
 requirements:
   - kubernetes >= 24.2.0
 """
@@ -51,6 +88,16 @@ EXAMPLES = r"""
     name: west-gke-stack
     namespace: platform
     status: "{{ lookup('modelplane.serving.servingstack_status', kubeconfig=target_kubeconfig) }}"
+
+- name: Record that cert-manager failed.
+  modelplane.serving.servingstack_status_update:
+    name: west-gke-stack
+    namespace: platform
+    status: {}
+    components: "{{ plan }}"
+    failed:
+      cert_manager: "Error: context deadline exceeded"
+    observed_generation: 3
 """
 
 RETURN = r"""
@@ -58,13 +105,40 @@ gateway:
   description: C(status.gateway) after the update.
   returned: always
   type: dict
+  sample: {address: 203.0.113.10}
+conditions:
+  description: C(status.conditions) after the update.
+  returned: when O(components) is given
+  type: list
+  elements: dict
+  sample:
+    - {type: Ready, status: "False", reason: CertManagerFailed, message: "cert_manager: Error: timed out",
+       observedGeneration: 3, lastTransitionTime: "2026-12-02T21:49:00Z"}
+components:
+  description: C(status.components) after the update.
+  returned: when O(components) is given
+  type: list
+  elements: dict
+  sample: [{name: cert_manager, version: v1.21.1, ready: true}]
+observed_generation:
+  description: C(status.observedGeneration) after the update.
+  returned: when O(components) and O(observed_generation) are given
+  type: int
+  sample: 3
+pending:
+  description: Why the gateway has no address (empty once it has one).
+  returned: when O(components) is given
+  type: str
+  sample: "the LoadBalancer Service envoy-gateway-system/envoy-x of the Gateway has no ingress address: ..."
 """
 
 import copy
+import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status as stack_status
 
 API_VERSION = "infrastructure.modelplane.ai/v1alpha1"
 KIND = "ServingStack"
@@ -77,18 +151,43 @@ def gateway_patch(current: dict, wanted: dict) -> dict:
     return patch
 
 
+def wanted_status(current: dict, params: dict, now: str) -> dict:
+    """The status keys this module owns, as they should be (``gateway`` always; the rest with ``components``)."""
+    gateway = dict((params["status"] or {}).get("gateway") or {})
+    wanted: dict = {"gateway": gateway}
+    if params["components"] is None:
+        return wanted
+    failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
+    address = gateway.get("address")
+    pending = "" if address else stack_status.address_pending(params["gateway_object"],
+                                                              params["gateway_services"] or [])
+    generation = params["observed_generation"]
+    wanted["conditions"] = stack_status.merge_conditions(
+        current.get("conditions"), stack_status.wanted_conditions(params["components"], failed, address, pending),
+        generation, now)
+    wanted["components"] = stack_status.components_status(params["components"], failed, current.get("components"))
+    if generation is not None:
+        wanted["observedGeneration"] = generation
+    wanted["pending"] = pending
+    return wanted
+
+
 def main() -> None:
     options = copy.deepcopy(AUTH_ARG_SPEC)
     options.update(
         name={"type": "str", "required": True},
         namespace={"type": "str", "required": True},
         status={"type": "dict", "required": True},
+        components={"type": "list", "elements": "dict"},
+        failed={"type": "dict", "default": {}},
+        observed_generation={"type": "int"},
+        gateway_object={"type": "dict"},
+        gateway_services={"type": "list", "elements": "dict", "default": []},
     )
     module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=options, supports_check_mode=True)
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
     name, namespace = module.params["name"], module.params["namespace"]
-    wanted = dict((module.params["status"] or {}).get("gateway") or {})
     where = f"ServingStack {namespace}/{name}"
     try:
         client = get_api_client(module=module)
@@ -96,14 +195,27 @@ def main() -> None:
         found = client.get(resource, name=name, namespace=namespace).to_dict()
     except Exception as error:  # the message names the object, never credentials
         module.fail_json(msg=f"cannot read {where}: {error}")
-    current = dict((found.get("status") or {}).get("gateway") or {})
-    patch = gateway_patch(current, wanted)
-    result = {"changed": bool(patch), "gateway": wanted}
+    current_status = dict(found.get("status") or {})
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (any Python 3)
+    wanted = wanted_status(current_status, module.params, now)
+    pending = wanted.pop("pending", None)
+    current = dict(current_status.get("gateway") or {})
+    patch: dict = {}
+    gateway = gateway_patch(current, wanted["gateway"])
+    if gateway:
+        patch["gateway"] = gateway
+    patch.update({key: value for key, value in wanted.items() if key != "gateway" and current_status.get(key) != value})
+    result: dict = {"changed": bool(patch), **wanted}
+    if pending is not None:
+        result["pending"] = pending
+    if "observedGeneration" in result:
+        result["observed_generation"] = result.pop("observedGeneration")
     if module._diff:
-        result["diff"] = {"before": {"gateway": current}, "after": {"gateway": wanted}}
+        result["diff"] = {"before": {key: current_status.get(key) for key in wanted},
+                          "after": wanted}
     if patch and not module.check_mode:
         try:
-            resource.status.patch(body={"status": {"gateway": patch}}, name=name, namespace=namespace,
+            resource.status.patch(body={"status": patch}, name=name, namespace=namespace,
                                   content_type="application/merge-patch+json")
         except Exception as error:
             module.fail_json(msg=f"cannot write the status of {where}: {error}")

@@ -49,9 +49,11 @@ OBJECTS = [
     ("v1", "Namespace", "modelplane-system", None),
     ("trust.cert-manager.io/v1alpha1", "Bundle", "mp-gateway-ca", None),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "inferencepools.inference.networking.k8s.io", None),
-    ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy", "inference-gateway", "envoy-gateway-system"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "inferencepools.inference.networking.x-k8s.io", None),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "inferenceobjectives.inference.networking.x-k8s.io", None),
+    ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy", "inference-gateway", "modelplane-system"),
     ("gateway.networking.k8s.io/v1", "GatewayClass", "envoy", None),
-    ("gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", "envoy-gateway-system"),
+    ("gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", "modelplane-system"),
 ]
 
 

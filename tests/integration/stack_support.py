@@ -17,10 +17,16 @@ TEARDOWN = REPO / "playbooks" / "teardown.yml"
 STATUS = REPO / "playbooks" / "status.yml"
 EXAMPLE = REPO / "examples" / "servingstack.yaml"
 DYNAMO = REPO / "examples" / "dynamo.yaml"
-INFERENCEPOOL_CRD = (UPSTREAM / "gateway-api-inference-extension" / "v1.0.2"
-                     / "inference.networking.k8s.io_inferencepools.yaml")
+# The Gateway API Inference Extension v1.0.2 CRDs: the three documents of the release's manifests.yaml,
+# one file each in the upstream snapshot (envoy_gateway_inference_crds_url takes a list of URLs).
+GAIE = UPSTREAM / "gateway-api-inference-extension" / "v1.0.2"
+GAIE_CRDS = ("inferencepools.inference.networking.k8s.io", "inferencepools.inference.networking.x-k8s.io",
+             "inferenceobjectives.inference.networking.x-k8s.io")
+GAIE_CRD_FILES = [GAIE / f"{crd.split('.', 1)[1]}_{crd.split('.', 1)[0]}.yaml" for crd in GAIE_CRDS]
 HELM_SECRET_TYPE = "helm.sh/release.v1"
-GATEWAY_NS = "envoy-gateway-system"
+# Where the inference Gateway lives (Modelplane's HTTPRoutes name it there), and where it used to.
+GATEWAY_NS = "modelplane-system"
+LEGACY_GATEWAY_NS = "envoy-gateway-system"
 
 
 def manifest(path: Path = EXAMPLE, **spec_changes: Any) -> dict[str, Any]:
@@ -31,11 +37,11 @@ def manifest(path: Path = EXAMPLE, **spec_changes: Any) -> dict[str, Any]:
 
 
 def stack_vars(cluster: Any, definition: dict[str, Any] | None = None, **more: Any) -> dict[str, Any]:
-    """Extra vars for site.yml/teardown.yml against ``cluster`` (direct kubeconfig, offline CRD URL)."""
+    """Extra vars for site.yml/teardown.yml against ``cluster`` (direct kubeconfig, offline CRD URLs)."""
     return {
         "servingstack_definition": definition or manifest(),
         "servingstack_kubeconfig": cluster.kubeconfig,
-        "envoy_gateway_inferencepool_crd_url": INFERENCEPOOL_CRD.as_uri(),
+        "envoy_gateway_inference_crds_url": [path.as_uri() for path in GAIE_CRD_FILES],
         **more,
     }
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from stack_support import (
+    GAIE_CRDS,
     GATEWAY_NS,
+    LEGACY_GATEWAY_NS,
     SITE,
     STATUS,
     TEARDOWN,
@@ -96,12 +98,19 @@ def test_converge_installs_every_release_and_the_gateway(cluster):
     assert [(listener["name"], listener["port"], listener["protocol"]) for listener in gateway["spec"]["listeners"]] \
         == [("http", 80, "HTTP")]
     assert gateway["spec"]["listeners"][0]["allowedRoutes"] == {"namespaces": {"from": "All"}}
+    # Where Modelplane's HTTPRoutes look for it (parentRefs inference-gateway/modelplane-system), and only there.
+    assert [(gw["metadata"]["namespace"], gw["metadata"]["name"])
+            for gw in listed(cluster, "gateway.networking.k8s.io/v1", "Gateway")] == [(GATEWAY_NS, "inference-gateway")]
     gateway_class = get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy")
-    assert gateway_class["spec"]["parametersRef"]["kind"] == "EnvoyProxy"
+    assert gateway_class["spec"]["parametersRef"] == {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy",
+                                                      "name": "inference-gateway", "namespace": GATEWAY_NS}
     proxy = get(cluster, "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy", "inference-gateway", GATEWAY_NS)
     assert proxy["spec"]["provider"]["kubernetes"]["envoyService"]["externalTrafficPolicy"] == "Cluster"
-    assert get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
-               "inferencepools.inference.networking.k8s.io") is not None
+    # Every Gateway API Inference Extension CRD the endpoint picker needs, established.
+    for name in GAIE_CRDS:
+        crd = get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+        assert crd is not None, name
+        assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}.get("Established") == "True", crd
     bundle = get(cluster, "trust.cert-manager.io/v1alpha1", "Bundle", "mp-gateway-ca")
     assert bundle["spec"]["sources"] == [{"secret": {"name": "mp-gateway-ca", "key": "ca.crt"}}]
     # No hostname: plain HTTP, no certificates, the status has an address and no CA.
@@ -131,6 +140,86 @@ def test_status_playbook_prints_the_gateway_address(cluster):
         assert result.rc == 0 and result.changed == 0, output(result)
         assert f"address: {address}" in result.stdout, output(result)
         assert write_verbs(result) == {}, result.requests
+
+
+def modelplane_route(name: str, namespace: str, pool: str) -> dict:
+    """An HTTPRoute as Modelplane's compose-model-replica writes it for a disaggregated replica (routing.py)."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": "inference-gateway", "namespace": "modelplane-system"}],
+            "rules": [{
+                "matches": [{"path": {"type": "PathPrefix", "value": f"/team-a/{name}/"}}],
+                "filters": [{"type": "URLRewrite",
+                             "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}],
+                "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": pool}],
+            }],
+        },
+    }
+
+
+def modelplane_pool(name: str, namespace: str) -> dict:
+    """The InferencePool Modelplane puts behind that route (routing.py), in the v1 API."""
+    return {
+        "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
+        "metadata": {"name": f"{name}-pool", "namespace": namespace},
+        "spec": {"selector": {"matchLabels": {"app": name, "llm-d.ai/inference-serving": "true"}},
+                 "targetPorts": [{"number": 8000}],
+                 "endpointPickerRef": {"name": f"{name}-epp", "port": {"number": 9002}, "failureMode": "FailOpen"}},
+    }
+
+
+def create(cluster, *objects: dict) -> None:
+    """Create objects with the Python client (the API server validates them against their CRDs)."""
+    for obj in objects:
+        resource = cluster.dynamic().resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        resource.create(body=obj, namespace=obj["metadata"].get("namespace"))
+
+
+def conditions(parent: dict) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in parent["conditions"]}
+
+
+def test_a_modelplane_httproute_to_an_inferencepool_attaches_to_the_gateway(cluster):
+    """The stand-in validates both objects against the upstream CRDs (Gateway API v1.5.1, GAIE v1.0.2); its
+    simulated Envoy Gateway accepts the route on the Gateway's listener as Envoy Gateway writes it."""
+    namespace = "modelplane-routes"
+    create(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+           modelplane_pool("qwen", namespace), modelplane_route("qwen", namespace, "qwen-pool"),
+           modelplane_route("no-pool", namespace, "missing-pool"))
+    assert cluster.controllers.settle(30)
+    route = get(cluster, "gateway.networking.k8s.io/v1", "HTTPRoute", "qwen", namespace)
+    [parent] = route["status"]["parents"]
+    assert parent["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
+    assert (parent["parentRef"]["name"], parent["parentRef"]["namespace"]) == ("inference-gateway", GATEWAY_NS)
+    assert conditions(parent) == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("True", "ResolvedRefs")}
+    # A route whose pool does not exist attaches, but its reference does not resolve.
+    [unresolved] = get(cluster, "gateway.networking.k8s.io/v1", "HTTPRoute", "no-pool", namespace)["status"]["parents"]
+    assert conditions(unresolved) == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", "BackendNotFound")}
+    gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
+    assert {listener["name"]: listener["attachedRoutes"] for listener in gateway["status"]["listeners"]} == {"http": 2}
+    cluster.dynamic().resources.get(api_version="v1", kind="Namespace").delete(name=namespace)
+    assert cluster.controllers.settle(30)
+    gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
+    assert {listener["name"]: listener["attachedRoutes"] for listener in gateway["status"]["listeners"]} == {"http": 0}
+
+
+def test_status_follows_the_roles_gateway_settings(cluster):
+    """A Gateway named and placed otherwise (envoy_gateway_gateway_name/_namespace) is the one the status reads."""
+    create(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "edge"}}, {
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+        "metadata": {"name": "edge-gw", "namespace": "edge"},
+        # A class no simulated controller owns, so only the explicit call below writes its status.
+        "spec": {"gatewayClassName": "unowned", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}})
+    cluster.controllers.mark_gateway_programmed("edge-gw", "edge", address="203.0.113.77")
+    renamed = cluster.run_playbook(STATUS, extra_vars=stack_vars(
+        cluster, envoy_gateway_gateway_name="edge-gw", envoy_gateway_gateway_namespace="edge"))
+    default = cluster.run_playbook(STATUS, extra_vars=stack_vars(cluster))
+    cluster.dynamic().resources.get(api_version="v1", kind="Namespace").delete(name="edge")
+    assert renamed.rc == 0 and "address: 203.0.113.77" in renamed.stdout, output(renamed)
+    assert default.rc == 0 and "address: 203.0.113.77" not in default.stdout, output(default)
+    assert cluster.controllers.settle(30)
 
 
 def test_check_mode_with_diff_shows_a_pin_bump_and_writes_nothing(cluster):
@@ -179,7 +268,7 @@ STANDARD_CRDS = (
     "gateways.gateway.networking.k8s.io",  # gateway-helm: crds/ (Gateway API)
     "leaderworkersets.leaderworkerset.x-k8s.io",  # lws: crds/
     "servicemonitors.monitoring.coreos.com",  # kube-prometheus-stack: crds/
-    "inferencepools.inference.networking.k8s.io",  # applied by envoy_gateway
+    *GAIE_CRDS,  # applied by envoy_gateway
 )
 
 
@@ -284,3 +373,57 @@ def test_a_crd_another_release_owns_is_refused_unless_adopted(fresh_cluster):
     assert releases(cluster)["mp-trust-manager"]["revision"] == 2
     owner = crds.get(name="bundles.trust.cert-manager.io").metadata.annotations
     assert owner["meta.helm.sh/release-name"] == "mp-trust-manager", owner
+
+
+def test_an_upgrade_moves_the_gateway_to_modelplane_system_without_a_gap(fresh_cluster):
+    """A stack converged by an earlier version (Gateway, EnvoyProxy, serving certificate and client CAs in
+    Envoy Gateway's namespace) ends with one Gateway, in modelplane-system: the new one is Programmed before
+    the old one is deleted, so one of the two serves throughout."""
+    from test_stack_variants import CAS
+
+    cluster = fresh_cluster
+    spec = manifest(gateway={"hostname": "west.inference.example.com", "clientCAs": CAS[:1],
+                             "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]})
+    # What an earlier version made: the role with the Gateway in Envoy Gateway's own namespace.
+    old = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec,
+                                                           envoy_gateway_gateway_namespace=LEGACY_GATEWAY_NS))
+    assert old.rc == 0, output(old)
+    kinds = [("gateway.networking.k8s.io/v1", "Gateway"), ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy"),
+             ("gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy"), ("cert-manager.io/v1", "Certificate")]
+
+    def ours(namespace: str) -> dict[str, list[str]]:
+        found = {kind: sorted(o["metadata"]["name"] for o in listed(cluster, api, kind, namespace))
+                 for api, kind in kinds}
+        found["ConfigMap"] = sorted(c["metadata"]["name"] for c in listed(
+            cluster, "v1", "ConfigMap", namespace, label_selector="app.kubernetes.io/managed-by=modelplane.serving"))
+        found["Secret"] = [name for name in ["mp-gateway-tls"] if get(cluster, "v1", "Secret", name, namespace)]
+        return found
+
+    layout = {"Gateway": ["inference-gateway"], "EnvoyProxy": ["inference-gateway"],
+              "ClientTrafficPolicy": ["inference-gateway-client-cas"], "Certificate": ["mp-gateway-tls"],
+              "ConfigMap": ["inference-gateway-client-cas", f"mp-client-ca-{CAS[0]['name']}"],
+              "Secret": ["mp-gateway-tls"]}
+    assert ours(LEGACY_GATEWAY_NS) == layout
+    assert get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS) is None
+    floor = cluster.api.rv
+
+    upgraded = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec))
+    assert upgraded.rc == 0, output(upgraded)
+    assert [(gw["metadata"]["namespace"], gw["metadata"]["name"])
+            for gw in listed(cluster, "gateway.networking.k8s.io/v1", "Gateway")] == [(GATEWAY_NS, "inference-gateway")]
+    assert ours(GATEWAY_NS) == layout
+    assert ours(LEGACY_GATEWAY_NS) == {kind: [] for kind in layout}
+    assert get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy")["spec"]["parametersRef"]["namespace"] \
+        == GATEWAY_NS
+    # The order, from the stand-in's watch history: the new Gateway Programmed, then the old one deleted.
+    events = [(rv, event, obj) for rv, (group, plural), event, obj, _extra in cluster.api.events
+              if (group, plural) == ("gateway.networking.k8s.io", "gateways") and rv > floor]
+    programmed = [rv for rv, _event, obj in events if obj["metadata"]["namespace"] == GATEWAY_NS and any(
+        c["type"] == "Programmed" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions", []))]
+    deleted = [rv for rv, event, obj in events
+               if event == "DELETED" and obj["metadata"]["namespace"] == LEGACY_GATEWAY_NS]
+    assert programmed and deleted and programmed[0] < deleted[0], events
+    # The status names the new Gateway's address; a second run changes nothing.
+    assert "address: 203.0.113.10" in upgraded.stdout, output(upgraded)
+    again = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec))
+    assert again.rc == 0 and again.changed == 0, output(again)

@@ -229,6 +229,62 @@ def test_envoy_gateway_programs_its_gateways(cluster, api):
     assert not ready(foreign, "Programmed") and "addresses" not in foreign["status"], "other classes are left alone"
 
 
+def test_envoy_gateway_attaches_http_routes_and_counts_them(cluster, api):
+    """Routes naming a Programmed Gateway of Envoy Gateway's class get status.parents as Envoy Gateway writes them,
+    and each listener counts the routes accepted on it; a listener's allowedRoutes and the backend kinds Envoy
+    Gateway knows decide Accepted and ResolvedRefs."""
+    reply = api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                     yaml.safe_load((GATEWAY_CRDS / "httproutes.gateway.networking.k8s.io.yaml").read_text()))
+    assert reply.code == 201, reply.body
+    api.post(f"{GW}/gatewayclasses", {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                                      "metadata": {"name": "eg"},
+                                      "spec": {"controllerName": "gateway.envoyproxy.io/gatewayclass-controller"}})
+    api.post(f"{GW}/namespaces/apps/gateways", {
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": "edge"},
+        "spec": {"gatewayClassName": "eg", "listeners": [
+            {"name": "http", "protocol": "HTTP", "port": 80},  # allowedRoutes defaults to the Gateway's namespace
+            {"name": "open", "protocol": "HTTP", "port": 8081, "allowedRoutes": {"namespaces": {"from": "All"}}}]}})
+    api.post("/api/v1/namespaces/apps/services", {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}})
+
+    def route(name, parent, backend):
+        return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": {"name": name},
+                "spec": {"parentRefs": [parent], "rules": [{"backendRefs": [backend]}]}}
+
+    service = {"name": "svc", "port": 80}
+    pool = {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "pool"}
+    for name, ns, parent, backend in (
+            ("local", "apps", {"name": "edge"}, service),
+            ("same-only", "labelled", {"name": "edge", "namespace": "apps", "sectionName": "http"}, service),
+            ("to-pool", "labelled", {"name": "edge", "namespace": "apps"}, pool),
+            ("elsewhere", "apps", {"name": "nope"}, service)):
+        reply = api.post(f"{GW}/namespaces/{ns}/httproutes", route(name, parent, backend))
+        assert reply.code == 201, reply.body
+    install(api, "gateway-helm", "cert-manager")  # its values list no InferencePool backendResources
+    cluster.controllers.settle(10)
+
+    def parents(name, ns):
+        found = api.get(f"{GW}/namespaces/{ns}/httproutes/{name}").body.get("status", {}).get("parents", [])
+        return [{c["type"]: (c["status"], c["reason"]) for c in p["conditions"]} for p in found]
+
+    edge = wait_for(lambda: api.get(f"{GW}/namespaces/apps/gateways/edge").body,
+                    lambda o: [ls["attachedRoutes"] for ls in o["status"].get("listeners", [])] == [1, 2])
+    assert [ls["attachedRoutes"] for ls in edge["status"]["listeners"]] == [1, 2], edge["status"]
+    local = api.get(f"{GW}/namespaces/apps/httproutes/local").body["status"]["parents"]
+    assert local[0]["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
+    assert local[0]["parentRef"]["name"] == "edge"
+    assert parents("local", "apps") == [{"Accepted": ("True", "Accepted"), "ResolvedRefs": ("True", "ResolvedRefs")}]
+    # Its Service is looked for in the route's own namespace, where there is none.
+    assert parents("same-only", "labelled") == [{"Accepted": ("False", "NotAllowedByListeners"),
+                                                 "ResolvedRefs": ("False", "BackendNotFound")}]
+    assert parents("to-pool", "labelled") == [{"Accepted": ("True", "Accepted"),
+                                               "ResolvedRefs": ("False", "InvalidKind")}]
+    assert parents("elsewhere", "apps") == [], "a parent Envoy Gateway does not own gets no status from it"
+    api.delete(f"{GW}/namespaces/apps/httproutes/local")
+    edge = wait_for(lambda: api.get(f"{GW}/namespaces/apps/gateways/edge").body,
+                    lambda o: [ls["attachedRoutes"] for ls in o["status"]["listeners"]] == [0, 1])
+    assert [ls["attachedRoutes"] for ls in edge["status"]["listeners"]] == [0, 1], edge["status"]
+
+
 def test_deployments_become_available(cluster, api):
     deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},

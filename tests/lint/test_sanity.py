@@ -9,6 +9,7 @@ written into a private HOME instead, so the real import test still runs.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -24,6 +26,7 @@ BIN = Path(sys.executable).parent
 GET_PIP_SHIM = '''\
 """Offline stand-in for pip's get-pip.py bootstrap: ensurepip, then the requested install."""
 import ensurepip
+import fnmatch
 import os
 import subprocess
 import sys
@@ -37,11 +40,18 @@ sys.exit(subprocess.call([sys.executable, "-m", "pip", "install", *args]))
 '''
 
 
+def _ignored_by_build(name: str, patterns: list[str]) -> bool:
+    """Whether galaxy.yml's build_ignore leaves `name` out of the built collection (a glob or a folder)."""
+    return any(fnmatch.fnmatch(name, p) or name.startswith(p.rstrip("/") + "/") for p in patterns)
+
+
 def _shipped_files() -> list[str]:
     listing = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
     )
-    return [name for name in listing.stdout.splitlines() if (REPO / name).is_file()]
+    ignored = yaml.safe_load((REPO / "galaxy.yml").read_text())["build_ignore"]
+    return [name for name in listing.stdout.splitlines()
+            if (REPO / name).is_file() and not _ignored_by_build(name, ignored)]
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from .auth import BearerCheck
 from .server import StandInServer
 from .store import APIError, Cluster
 
@@ -33,9 +34,11 @@ def kubeconfig(url: str, name: str = "standin") -> dict[str, Any]:
 class StandIn:
     """One stand-in API server on 127.0.0.1 (random port), served from a background thread."""
 
-    def __init__(self, *, simulate_controllers: bool = False, port: int = 0, ready_after: float = 0.0) -> None:
+    def __init__(self, *, simulate_controllers: bool = False, port: int = 0, ready_after: float = 0.0,
+                 bearer_token: BearerCheck = None) -> None:
         """`ready_after` (seconds, simulated controllers only): how long after a spec change a workload turns
-        ready and a Job completes; 0 makes them ready at once."""
+        ready and a Job completes; 0 makes them ready at once. `bearer_token`: the token every API request must
+        carry (or a callable validating it), else 401 Unauthorized (see auth.py); None accepts any request."""
         if ready_after < 0:
             raise ValueError(f"ready_after must be >= 0 seconds, not {ready_after}")
         if ready_after and not simulate_controllers:
@@ -43,6 +46,7 @@ class StandIn:
             raise ValueError("ready_after needs simulate_controllers=True")
         self.cluster = Cluster()
         self.server = StandInServer(("127.0.0.1", port), self.cluster)
+        self.server.bearer_check = bearer_token
         self._thread: threading.Thread | None = None
         from .controllers import Controllers
 

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from . import StandIn
+from .auth import BearerCheck
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
@@ -138,10 +139,12 @@ class ClusterHandle:
 
 
 @contextmanager
-def running_cluster(workdir: Path, *, simulate_controllers: bool = True,
-                    ready_after: float = 0.0) -> Iterator[ClusterHandle]:
-    """A started stand-in; `ready_after` seconds delay workload readiness (see StandIn)."""
-    standin = StandIn(simulate_controllers=simulate_controllers, ready_after=ready_after).start()
+def running_cluster(workdir: Path, *, simulate_controllers: bool = True, ready_after: float = 0.0,
+                    bearer_token: BearerCheck = None) -> Iterator[ClusterHandle]:
+    """A started stand-in; `ready_after` seconds delay workload readiness, `bearer_token` demands a token (see
+    StandIn)."""
+    standin = StandIn(simulate_controllers=simulate_controllers, ready_after=ready_after,
+                      bearer_token=bearer_token).start()
     handle = ClusterHandle(standin, workdir)
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")}
     os.environ["KUBECONFIG"] = handle.kubeconfig

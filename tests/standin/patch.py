@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 
@@ -249,15 +250,31 @@ def _reorder(items: list[Any], order: list[Any], mkey: str | None) -> list[Any]:
 # ---------------------------------------------------------------- server-side apply
 
 
-def _leaves(value: Any, prefix: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], Any]:
-    """Field paths of an applied configuration; associative lists are keyed by their merge key."""
+def _leaves(value: Any, prefix: tuple[Any, ...] = (), kind: str = "",
+            path: tuple[str, ...] = ()) -> dict[tuple[Any, ...], Any]:
+    """Field paths of an applied configuration; associative lists (the strategic merge keys of `kind`) are
+    keyed by their merge key, as `[name="web"]`, other lists are atomic."""
     out: dict[tuple[Any, ...], Any] = {}
     if isinstance(value, dict) and value:
         for key, item in value.items():
-            out.update(_leaves(item, (*prefix, key)))
+            if isinstance(item, list) and item and kind:
+                merge, mkey = merge_key(kind, path, key)
+                if merge and mkey and all(isinstance(i, dict) and mkey in i for i in item):
+                    for entry in item:
+                        selector = f"[{mkey}={json.dumps(entry[mkey])}]"
+                        out.update(_leaves(entry, (*prefix, key, selector), kind, (*path, key)))
+                    continue
+            out.update(_leaves(item, (*prefix, key), kind, (*path, key)))
     else:
         out[prefix] = value
     return out
+
+
+def _field_path(field: tuple[Any, ...]) -> str:
+    """`spec.template.spec.containers[name="web"].image` (the API server's conflict wording, without the
+    leading dot)."""
+    text = "".join(str(p) if str(p).startswith("[") else f".{p}" for p in field)
+    return text[1:] if text.startswith(".") else text
 
 
 def apply_merge(live: Any, applied: Any, previous: Any, kind: str, path: tuple[str, ...] = ()) -> Any:
@@ -304,14 +321,14 @@ def _apply_list(live: list[Any], applied: list[Any], previous: Any, mkey: str, k
     return out
 
 
-def apply_conflicts(live: Any, applied: Any, others: dict[str, Any]) -> list[tuple[str, str]]:
+def apply_conflicts(live: Any, applied: Any, others: dict[str, Any], kind: str = "") -> list[tuple[str, str]]:
     """(manager, field) pairs where another apply manager owns a field this apply changes."""
-    mine = _leaves(applied)
-    live_leaves = _leaves(live)
+    mine = _leaves(applied, kind=kind)
+    live_leaves = _leaves(live, kind=kind)
     conflicts = []
     for manager, config in others.items():
-        theirs = _leaves(config)
+        theirs = _leaves(config, kind=kind)
         for field, value in mine.items():
             if field in theirs and theirs[field] != value and live_leaves.get(field) != value:
-                conflicts.append((manager, ".".join(str(p) for p in field)))
+                conflicts.append((manager, _field_path(field)))
     return conflicts

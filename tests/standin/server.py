@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from . import auth, protobuf
 from .resources import ResourceType
 from .selection import SelectorError
 from .store import APIError, Cluster
@@ -132,12 +133,11 @@ class Handler(BaseHTTPRequestHandler):
         query = parse_qs(parts.query, keep_blank_values=True)
         path = parts.path.rstrip("/") or "/"
         body = self._body()
+        if not path.startswith("/_standin") and auth.rejects(self.server, self.headers):  # StandIn(bearer_token=)
+            return self._error(auth.unauthorized())
         try:
             if "protobuf" in self.headers.get("Content-Type", ""):
-                # Like an API server without protobuf for a type: 415, and client-go retries with JSON.
-                raise APIError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
-                                                            "accepted media types include: application/json, "
-                                                            "application/yaml")
+                body = _from_protobuf(method, body)
             if path.startswith("/_standin"):
                 self._debug(method, path, body)
             elif path.startswith("/api/") or path.startswith("/apis/") or path in ("/api", "/apis"):
@@ -350,6 +350,15 @@ def _json(body: bytes) -> Any:
         return json.loads(body.decode() or "null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise APIError(400, "BadRequest", f"error decoding request body: {exc}") from exc
+
+
+def _from_protobuf(method: str, body: bytes) -> bytes:
+    """A protobuf create/update/delete body as the JSON the rest of the server reads (see protobuf.py)."""
+    if method == "PATCH":  # patches are never protobuf, as on the API server
+        raise APIError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                                                    "accepted media types include: application/json-patch+json, "
+                                                    "application/merge-patch+json, application/apply-patch+yaml")
+    return json.dumps(protobuf.decode(body)[2]).encode() if body else body
 
 
 def _group(group: str, versions: list[str]) -> dict[str, Any]:

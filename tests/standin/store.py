@@ -198,6 +198,12 @@ class Cluster:
         return {"kind": f"{rt.kind}List", "apiVersion": rt.group_version, "metadata": {"resourceVersion": rv},
                 "items": items}
 
+    def peek(self, rt: ResourceType, ns: str | None = None) -> list[dict[str, Any]]:
+        """The stored objects themselves, without the copies `list` makes: for the simulated controllers' reads
+        under `lock`. Stored objects are never mutated in place, and callers must not mutate them either."""
+        with self.lock:
+            return [obj for (ons, _n), obj in sorted(self._bucket(rt).items()) if ns is None or ons == ns]
+
     def namespace_exists(self, ns: str) -> bool:
         return ("", ns) in self.objects[("", "namespaces")]
 
@@ -524,7 +530,7 @@ class Cluster:
             managers = self.applied.setdefault(old["metadata"]["uid"], {})
             previous = managers.get(field_manager)
             others = {m: c for m, c in managers.items() if m != field_manager}
-            conflicts = apply_conflicts(self._as_version(rt, old), applied, others)
+            conflicts = apply_conflicts(self._as_version(rt, old), applied, others, rt.kind)
             if conflicts and not force:
                 text = "; ".join(f'conflict with "{m}": .{f}' for m, f in conflicts)
                 raise APIError(409, "Conflict", f"Apply failed with {len(conflicts)} conflict"

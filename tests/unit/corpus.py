@@ -3,7 +3,11 @@
 Each case edits the reference example. ``VALID`` cases pass both the module and the CRD schema;
 ``INVALID`` cases fail both, and the module names ``path`` with a message containing ``fragment``;
 ``MODULE_ONLY`` cases pass the CRD's OpenAPI schema but fail the module, for the reason given
-(a CEL rule the API server evaluates, or a check no schema can express).
+(a CEL rule the API server evaluates, or a check no schema can express). ``IGNORED`` cases carry
+what a live object has beyond its desired state (status, Crossplane's XR fields): the module
+accepts them, drops ``ignored`` from the spec it returns (``dropped``) and the CRD accepts the
+document without them. A case's ``warnings`` are the paths the module warns about (ignored pins
+and accepted but unwise values), in that order.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class Case:
     fragment: str = ""
     why: str = ""
     warnings: tuple = field(default=())
+    dropped: tuple = field(default=())
 
     def document(self) -> dict:
         document = load_example()
@@ -50,8 +55,9 @@ class Case:
         return document
 
 
-def case(id: str, *edits: tuple, path: str = "", fragment: str = "", why: str = "", warnings: tuple = ()) -> Case:
-    return Case(id, tuple(edits), path, fragment, why, warnings)
+def case(id: str, *edits: tuple, path: str = "", fragment: str = "", why: str = "", warnings: tuple = (),
+         dropped: tuple = ()) -> Case:
+    return Case(id, tuple(edits), path, fragment, why, warnings, dropped)
 
 
 VALID = [
@@ -74,6 +80,10 @@ VALID = [
     case("8 listeners", ("spec.gateway.listeners", listeners(8))),
     case("http and tcp listeners", ("spec.gateway.listeners[1]", {"name": "raw", "port": 9000, "protocol": "TCP"})),
     case("no listeners field", ("spec.gateway.listeners", DELETE)),
+    case("empty listeners mean the default", ("spec.gateway.listeners", [])),
+    case("hostname with listeners beside https", ("spec.gateway.hostname", "gw.example.com"),
+         ("spec.gateway.listeners", [HTTP, {"name": "https-alt", "port": 8443, "protocol": "HTTP"}])),
+    case("listener named https without hostname", ("spec.gateway.listeners", [dict(HTTP, name="https", port=443)])),
     case("class name 63", ("spec.gateway.className", "c" * 63)),
     case("class name dotted", ("spec.gateway.className", "envoy.inference")),
     case("hostname", ("spec.gateway.hostname", "west.gw.example.com")),
@@ -82,13 +92,18 @@ VALID = [
     case("one client CA", ("spec.gateway.clientCAs", client_cas(1))),
     case("32 client CAs", ("spec.gateway.clientCAs", client_cas(32))),
     case("CA bundle", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": CERTIFICATE + SECOND_CERTIFICATE}])),
-    case("client CA name 253", ("spec.gateway.clientCAs", [{"name": "g" * 253, "certificate": CERTIFICATE}])),
+    case("client CA name 240", ("spec.gateway.clientCAs", [{"name": "g" * 240, "certificate": CERTIFICATE}])),
     case("driver root gke", ("spec.nvidiaDriverRoot", "/home/kubernetes/bin/nvidia")),
     case("driver root 512", ("spec.nvidiaDriverRoot", "/" + "d" * 511)),
+    case("driver root empty means /", ("spec.nvidiaDriverRoot", "")),
     case("versions without v", ("spec.versions.certManager", "1.21.1")),
     case("version 32 chars", ("spec.versions.certManager", "v1.21.1-" + "a" * 24)),
     case("version with build", ("spec.versions.prometheus", "72.6.2+build.5")),
     case("envoy gateway v1.8.1", ("spec.versions.envoyGateway", "v1.8.1")),
+    case("envoy gateway v1.8.0 with a warning", ("spec.versions.envoyGateway", "v1.8.0"),
+         warnings=("spec.versions.envoyGateway",)),
+    case("envoy gateway v1.8.1-rc.1 with a warning", ("spec.versions.envoyGateway", "v1.8.1-rc.1"),
+         warnings=("spec.versions.envoyGateway",)),
     case("envoy gateway v1.8.12", ("spec.versions.envoyGateway", "1.8.12")),
     case("grove rc2", ("spec.stack", "Dynamo"), ("spec.dynamo.grove", "v0.1.0-alpha.12-rc2")),
     case("grove alpha.12", ("spec.stack", "Dynamo"), ("spec.dynamo.grove", "v0.1.0-alpha.12")),
@@ -126,9 +141,6 @@ INVALID = [
     case("unknown secret", ("spec.secrets[0].value", "x"), path="spec.secrets[0].value", fragment="unknown field"),
     case("unknown client CA", ("spec.gateway.clientCAs", [{"name": "a", "certificate": CERTIFICATE, "key": "x"}]),
          path="spec.gateway.clientCAs[0].key", fragment="unknown field"),
-    case("unknown status", ("status", {"address": "x"}), path="status.address", fragment="unknown field"),
-    case("unknown status gateway", ("status", {"gateway": {"ip": "x"}}), path="status.gateway.ip",
-         fragment="unknown field"),
     # spec shape
     case("spec missing", ("spec", DELETE), path="spec", fragment="required field is missing"),
     case("spec null", ("spec", None), path="spec", fragment="required field is missing"),
@@ -264,8 +276,6 @@ INVALID = [
          fragment="is 513 characters long, above the maximum length 512"),
     case("driver root relative", ("spec.nvidiaDriverRoot", "home/nvidia"), path="spec.nvidiaDriverRoot",
          fragment="is not an absolute host path"),
-    case("driver root empty", ("spec.nvidiaDriverRoot", ""), path="spec.nvidiaDriverRoot",
-         fragment="is not an absolute host path"),
     # versions (1-32 chars, semver)
     *[
         case(f"{key} empty", (f"spec.versions.{key}", ""), path=f"spec.versions.{key}",
@@ -304,11 +314,6 @@ INVALID = [
          fragment="0.4 is a number, not a string"),
     case("ignored lws 33 on dynamo", ("spec.stack", "Dynamo"), ("spec.standard.leaderWorkerSet", "v" * 33),
          path="spec.standard.leaderWorkerSet", fragment="above the maximum length 32"),
-    # status
-    case("status address 257", ("status", {"gateway": {"address": "a" * 257}}), path="status.gateway.address",
-         fragment="is 257 characters long, above the maximum length 256"),
-    case("status CA 16385", ("status", {"gateway": {"caCertificate": "A" * 16385}}),
-         path="status.gateway.caCertificate", fragment="the value is 16385 characters long"),
 ]
 
 MODULE_ONLY = [
@@ -323,8 +328,21 @@ MODULE_ONLY = [
     case("same port same protocol", ("spec.gateway.listeners[1]", {"name": "web", "port": 80, "protocol": "HTTP"}),
          path="spec.gateway.listeners[1].port", fragment="Gateway API treats listeners sharing a port as conflicted",
          why="CEL"),
-    case("empty listeners", ("spec.gateway.listeners", []), path="spec.gateway.listeners",
-         fragment="a Gateway needs at least one listener", why="CEL"),
+    case("listener named https with hostname", ("spec.gateway.hostname", "gw.example.com"),
+         ("spec.gateway.listeners[1]", {"name": "https", "port": 8443, "protocol": "HTTP"}),
+         path="spec.gateway.listeners[1].name",
+         fragment='"https" is taken by the HTTPS listener (https, port 443) the envoy_gateway role adds to the '
+         "Gateway when spec.gateway.hostname is set; rename this listener", why="CEL"),
+    case("listener on 443 with hostname", ("spec.gateway.hostname", "gw.example.com"),
+         ("spec.gateway.listeners[0].port", 443), path="spec.gateway.listeners[0].port",
+         fragment="443 is taken by the HTTPS listener (https, port 443)", why="CEL"),
+    case("client CA name 241", ("spec.gateway.clientCAs", [{"name": "g" * 241, "certificate": CERTIFICATE}]),
+         path="spec.gateway.clientCAs[0].name",
+         fragment="is 241 characters long, above the maximum 240 for a client CA: the envoy_gateway role stores "
+         "it in a ConfigMap named mp-client-ca-<name>", why="CEL"),
+    case("client CA name 253", ("spec.gateway.clientCAs", [*client_cas(1), {"name": "g" * 253,
+                                                                            "certificate": CERTIFICATE}]),
+         path="spec.gateway.clientCAs[1].name", fragment="above the maximum 240 for a client CA", why="CEL"),
     case("private key pasted", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": PRIVATE_KEY}]),
          path="spec.gateway.clientCAs[0].certificate", fragment="a private key was pasted here", why="PEM"),
     case("key after certificate", ("spec.gateway.clientCAs", ca(CERTIFICATE + PRIVATE_KEY)),
@@ -343,11 +361,11 @@ MODULE_ONLY = [
          fragment="has a label longer than 63 characters", why="RFC 1123 label length; the pattern does not bound it"),
     case("envoy gateway v1.9.0", ("spec.versions.envoyGateway", "v1.9.0"), path="spec.versions.envoyGateway",
          fragment="v1.9.x is out of range until the AI Gateway release that pairs with it", why="version rule"),
-    case("envoy gateway v1.8.0", ("spec.versions.envoyGateway", "v1.8.0"), path="spec.versions.envoyGateway",
-         fragment="must be a v1.8.x Envoy Gateway release from v1.8.1", why="version rule"),
+    case("envoy gateway v1.8.0-rc.1", ("spec.versions.envoyGateway", "v1.8.0-rc.1"), path="spec.versions.envoyGateway",
+         fragment="must be a v1.8.x Envoy Gateway release, v1.8.0 or later", why="version rule"),
     case("envoy gateway v1.7.5", ("spec.versions.envoyGateway", "v1.7.5"), path="spec.versions.envoyGateway",
          fragment="Envoy AI Gateway v1.1.x", why="version rule"),
-    case("envoy gateway v1.8.1-rc.1", ("spec.versions.envoyGateway", "v1.8.1-rc.1"), path="spec.versions.envoyGateway",
+    case("envoy gateway v1.7.9", ("spec.versions.envoyGateway", "v1.7.9"), path="spec.versions.envoyGateway",
          fragment="is out of range", why="version rule"),
     case("envoy gateway v2.8.4", ("spec.versions.envoyGateway", "v2.8.4"), path="spec.versions.envoyGateway",
          fragment="is out of range", why="version rule"),
@@ -374,4 +392,40 @@ MODULE_ONLY = [
          fragment="is not a DNS-1123 label", why="the API server validates ObjectMeta"),
     case("metadata unknown", ("metadata.lables", {}), path="metadata.lables",
          fragment='unknown field (did you mean "labels"?)', why="the API server validates ObjectMeta"),
+]
+
+CONDITIONS = [{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+CROSSPLANE_V2 = {"compositionRef": {"name": "servingstack"}, "compositionRevisionRef": {"name": "servingstack-1a2b"},
+                 "compositionUpdatePolicy": "Automatic", "resourceRefs": [{"apiVersion": "v1", "kind": "Secret",
+                                                                          "name": "x"}]}
+LEGACY_XR = {
+    "compositionRef": {"name": "servingstack"},
+    "compositionSelector": {"matchLabels": {"provider": "gcp"}},
+    "compositionRevisionRef": {"name": "servingstack-1a2b"},
+    "compositionRevisionSelector": {"matchLabels": {"channel": "stable"}},
+    "compositionUpdatePolicy": "Manual",
+    "resourceRefs": [{"apiVersion": "v1", "kind": "Secret", "name": "x"}],
+    "writeConnectionSecretToRef": {"name": "conn", "namespace": "crossplane-system"},
+    "publishConnectionDetailsTo": {"name": "conn", "configRef": {"name": "default"}},
+    "claimRef": {"apiVersion": "infrastructure.modelplane.ai/v1alpha1", "kind": "ServingStack", "namespace": "platform",
+                 "name": "west"},
+    "environmentConfigRefs": [{"apiVersion": "apiextensions.crossplane.io/v1alpha1", "kind": "EnvironmentConfig",
+                               "name": "env"}],
+}
+
+IGNORED = [
+    case("crossplane status", ("status", {"conditions": CONDITIONS, "connectionDetails": {}})),
+    case("status unknown field", ("status", {"address": "x"})),
+    case("status address 257", ("status", {"gateway": {"address": "a" * 257}})),
+    case("status CA 16385", ("status", {"gateway": {"caCertificate": "A" * 16385}})),
+    case("status not a mapping", ("status", "Ready")),
+    case("crossplane v2 spec.crossplane", ("spec.crossplane", CROSSPLANE_V2), dropped=("crossplane",)),
+    case("crossplane v2 odd spec.crossplane", ("spec.crossplane", "anything"), dropped=("crossplane",)),
+    *[case(f"legacy XR spec.{key}", (f"spec.{key}", value), dropped=(key,)) for key, value in LEGACY_XR.items()],
+    case("legacy XR all fields", *[(f"spec.{key}", value) for key, value in LEGACY_XR.items()],
+         ("status", {"conditions": CONDITIONS}), dropped=tuple(LEGACY_XR)),
+    case("live metadata", ("metadata.uid", "5d1c"), ("metadata.resourceVersion", "42"), ("metadata.generation", 3),
+         ("metadata.managedFields", [{"manager": "crossplane", "operation": "Apply"}]),
+         ("metadata.finalizers", ["composite.apiextensions.crossplane.io"]),
+         ("metadata.ownerReferences", [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "1"}])),
 ]

@@ -81,7 +81,10 @@ def test_google_identity_replaces_the_user_and_never_shows_the_token(tmp_path, t
     })
     assert result.returncode == 0, result.stdout + result.stderr
     users = {u["name"]: u["user"] for u in yaml.safe_load(dest.read_text())["users"]}
-    assert users["gke-user"] == {"token": "local-token"}
+    # The user is the exec credential plugin, whose cache holds the token minted by the module.
+    identity_dir = tmp_path / "kubeconfig.identity"
+    assert users["gke-user"]["exec"]["args"] == [str(identity_dir / "plugin.py"), str(identity_dir / "config.json")]
+    assert json.loads((identity_dir / "token.json").read_text())["token"] == "local-token"
     assert len(received) == 1
     output = result.stdout + result.stderr
     assert "GoogleApplicationCredentials " + str(dest) in output

@@ -15,7 +15,7 @@ from ansible_collections.modelplane.serving.plugins.lookup import (
     servingstack_status,
 )
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import GATEWAY_NAMESPACE
 
 PLUGINS = Path(servingstack_component.__file__).resolve().parents[1]
 CERT = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ==\n-----END CERTIFICATE-----\n"
@@ -43,7 +43,16 @@ def test_documentation_parses(path):
 def test_status_lookup_defaults_match_the_names_the_roles_use():
     options = docs(PLUGINS / "lookup" / "servingstack_status.py")["DOCUMENTATION"]["options"]
     assert options["gateway_name"]["default"] == status.GATEWAY_NAME
-    assert options["gateway_namespace"]["default"] == status.GATEWAY_NAMESPACE == BY_NAME["envoy_gateway"].namespace
+    roles = PLUGINS.parent / "roles"
+    envoy_gateway = yaml.safe_load((roles / "envoy_gateway" / "defaults" / "main.yml").read_text())
+    trust_manager = yaml.safe_load((roles / "trust_manager" / "defaults" / "main.yml").read_text())
+    # Where Modelplane's HTTPRoutes attach (parentRefs inference-gateway/modelplane-system).
+    assert options["gateway_namespace"]["default"] == GATEWAY_NAMESPACE \
+        == envoy_gateway["envoy_gateway_gateway_namespace"] == "modelplane-system"
+    assert options["gateway_name"]["default"] == envoy_gateway["envoy_gateway_gateway_name"]
+    assert options["ca_name"]["default"] == envoy_gateway["envoy_gateway_ca_name"] \
+        == trust_manager["trust_manager_ca_name"]
+    assert options["ca_configmap_namespace"]["default"] == trust_manager["trust_manager_target_namespace"]
     assert options["ca_name"]["default"] == status.CA_NAME
     assert options["ca_secret_namespace"]["default"] == status.CA_SECRET_NAMESPACE
     assert options["ca_configmap_namespace"]["default"] == status.CA_CONFIGMAP_NAMESPACE
@@ -97,6 +106,28 @@ def test_unknown_components_and_bad_specs_are_named():
         component("nope")
     with pytest.raises(AnsibleLookupError, match=r"spec\.versions\.certManager"):
         component("cert_manager", spec={"versions": {"certManager": 5}})
+
+
+@pytest.mark.parametrize("spec,where", [
+    ({"versions": {"envoyGateway": "v1.9.0"}}, r'spec\.versions\.envoyGateway: "v1\.9\.0" is out of range'),
+    ({"gateway": {"listeners": [{"name": "a", "port": 80, "protocol": "HTTP"},
+                                {"name": "b", "port": 80, "protocol": "TCP"}]}},
+     r"spec\.gateway\.listeners\[1\]\.port: 80 is already used by spec\.gateway\.listeners\[0\]"),
+    ({"gateway": {"hostname": "gw.example.com", "listeners": [{"name": "https", "port": 8443, "protocol": "HTTP"}]}},
+     r'spec\.gateway\.listeners\[0\]\.name: "https" is taken by the HTTPS listener'),
+])
+def test_the_component_lookup_refuses_what_the_spec_module_refuses(spec, where):
+    with pytest.raises(AnsibleLookupError, match=where):
+        component("envoy_gateway", spec=spec)
+
+
+def test_the_component_lookup_takes_a_live_crossplane_xr_and_envoy_gateway_v1_8_0():
+    live = {"apiVersion": "infrastructure.modelplane.ai/v1alpha1", "kind": "ServingStack",
+            "spec": {"crossplane": {"compositionRef": {"name": "servingstack"}}, "resourceRefs": [],
+                     "versions": {"envoyGateway": "v1.8.0"}, "gateway": {"listeners": []}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    [entry] = component("envoy_gateway", spec=live)
+    assert entry["releases"][0]["version"] == "v1.8.0"
 
 
 @pytest.fixture(scope="module")

@@ -74,6 +74,22 @@ def test_a_foreign_release_of_the_same_chart_is_a_conflict():
         "tools/cm (chart cert-manager, ours is cert-manager/mp-cert-manager)"]
 
 
+@pytest.mark.parametrize("state", ["uninstalled", "uninstalling"])
+def test_an_uninstalled_release_of_the_same_chart_is_no_conflict(state):
+    # helm uninstall --keep-history leaves the records behind; the release is gone.
+    found = releases.records([record_secret("cm", "tools", 2, state, "cert-manager", "v1.17.1")])
+    assert found[0]["status"] == state
+    assert releases.changes([OURS], VALUES, found)["conflicts"] == []
+
+
+@pytest.mark.parametrize("state", ["failed", "superseded", "pending-upgrade"])
+def test_a_foreign_release_in_any_other_state_is_a_conflict(state):
+    found = [{"name": "cm", "namespace": "tools", "revision": 3, "status": state, "chart": "cert-manager",
+              "version": "v1.17.1", "config": {}}]
+    assert releases.changes([OURS], VALUES, found)["conflicts"] == [
+        "tools/cm (chart cert-manager, ours is cert-manager/mp-cert-manager)"]
+
+
 def test_chart_names_come_out_of_helm_list_strings():
     assert releases.chart_of("dra-driver-nvidia-gpu-0.4.0") == "dra-driver-nvidia-gpu"
     assert releases.chart_of("grove-charts-v0.1.0-alpha.12-rc2") == "grove-charts"

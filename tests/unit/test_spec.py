@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem
-from corpus import GOOGLE, INVALID, KUBECONFIG, MODULE_ONLY, VALID
-from servingstack_docs import CERTIFICATE, DELETE, PRIVATE_KEY, edit, load_example
+import yaml
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
+from corpus import GOOGLE, HTTP, IGNORED, INVALID, KUBECONFIG, LEGACY_XR, MODULE_ONLY, VALID
+from servingstack_docs import CERTIFICATE, DELETE, PRIVATE_KEY, REPO, edit, load_example
 
 
 def messages(validation: spec.Validation) -> list[str]:
@@ -20,7 +22,8 @@ def test_valid_documents_pass(case):
     validation = spec.validate(case.document())
     assert validation.errors == []
     assert isinstance(validation.manifest, dict)
-    assert [item["path"] for item in validation.ignored] == list(case.warnings)
+    warned = [item["path"] for item in validation.ignored] + [problem.path for problem in validation.warnings]
+    assert warned == list(case.warnings)
 
 
 @pytest.mark.parametrize("case", INVALID + MODULE_ONLY, ids=lambda case: case.id)
@@ -237,3 +240,120 @@ def test_unicode_digits_in_keys_do_not_break_problem_ordering():
     validation = spec.validate({"¹": None, "١٢": 1, "spec": {"²": 1}})
     assert "spec.²" in [problem.path for problem in validation.errors]
     assert all(spec.INTERNAL_ERROR not in problem.message for problem in validation.errors)
+
+
+@pytest.mark.parametrize("case", IGNORED, ids=lambda case: case.id)
+def test_what_a_live_object_carries_is_ignored_never_refused(case):
+    document = case.document()
+    validation = spec.validate(document)
+    assert validation.errors == []
+    assert validation.ignored == [] and validation.warnings == []
+    result = validation.manifest["spec"]
+    assert not set(case.dropped) & set(result)
+    # Everything else is what the document without those fields gives.
+    plain = copy.deepcopy(document)
+    plain.pop("status", None)
+    for key in case.dropped:
+        plain["spec"].pop(key)
+    assert result == spec.validate(plain).manifest["spec"]
+    # The status comes back as it came, unchecked.
+    assert validation.manifest.get("status") == document.get("status")
+
+
+def test_every_crossplane_field_of_the_brief_is_ignored():
+    assert set(LEGACY_XR) | {"crossplane"} <= set(schema.CROSSPLANE_SPEC_FIELDS)
+    assert not set(schema.CROSSPLANE_SPEC_FIELDS) & set(schema.SPEC["properties"])
+
+
+def test_defaulted_spec_ignores_crossplane_fields_too():
+    given = {"secrets": [KUBECONFIG], "crossplane": {"compositionRef": {"name": "x"}}, **LEGACY_XR}
+    assert spec.defaulted_spec(given) == spec.defaulted_spec({"secrets": [KUBECONFIG]})
+
+
+def test_empty_listeners_and_driver_root_take_their_defaults():
+    document = edit(load_example(), "spec.gateway.listeners", [])
+    document = edit(document, "spec.nvidiaDriverRoot", "")
+    result = spec.validate(document).manifest["spec"]
+    assert result["gateway"]["listeners"] == DEFAULTS["gateway"]["listeners"]
+    assert result["nvidiaDriverRoot"] == "/"
+    assert spec.defaulted_spec({"secrets": [KUBECONFIG], "gateway": {"listeners": []}, "nvidiaDriverRoot": ""}) \
+        == dict(DEFAULTS, secrets=[KUBECONFIG])
+
+
+@pytest.mark.parametrize("path,value", [("spec.gateway.listeners", ""), ("spec.gateway.listeners", {}),
+                                        ("spec.nvidiaDriverRoot", []), ("spec.gateway.className", "")])
+def test_only_an_empty_value_of_the_fields_own_type_means_the_default(path, value):
+    assert [problem.path for problem in spec.validate(edit(load_example(), path, value)).errors] == [path]
+
+
+def test_envoy_gateway_v1_8_0_is_accepted_with_a_warning_saying_why():
+    document = edit(load_example(), "spec.versions.envoyGateway", "v1.8.0")
+    validation = spec.validate(document)
+    assert validation.errors == []
+    assert validation.manifest["spec"]["versions"]["envoyGateway"] == "v1.8.0"
+    [warning] = validation.warnings
+    assert str(warning) == (
+        'spec.versions.envoyGateway: "v1.8.0" is accepted (the reference allows any v1.8.x) but unwise: it is older '
+        "than v1.8.1, and Envoy AI Gateway v1.1.x is built on Envoy Gateway v1.8.1 and its README says it needs "
+        "v1.8.1 or later, so the AI Gateway's extension server is untested against this release; pin v1.8.1 or later")
+    result = outcome.outcome(document, [])
+    assert "failed" not in result
+    assert str(warning) in result["warnings"]
+    assert spec.validate(load_example()).warnings == []
+
+
+def test_a_warning_is_not_given_for_a_refused_pin():
+    validation = spec.validate(edit(load_example(), "spec.versions.envoyGateway", "v1.7.0"))
+    assert validation.errors and validation.warnings == []
+
+
+def test_https_listener_messages_in_full():
+    document = edit(load_example(), "spec.gateway.hostname", "gw.example.com")
+    document = edit(document, "spec.gateway.listeners", [HTTP, {"name": "https", "port": 443, "protocol": "HTTP"}])
+    taken = ("is taken by the HTTPS listener (https, port 443) the envoy_gateway role adds to the Gateway when "
+             "spec.gateway.hostname is set")
+    assert messages(spec.validate(document)) == [
+        f'spec.gateway.listeners[1].name: "https" {taken}; rename this listener',
+        f"spec.gateway.listeners[1].port: 443 {taken}; move this listener to another port",
+    ]
+    # Reported with every other problem, before anything else runs.
+    document = edit(document, "spec.stack", "Dynamic")
+    assert len(spec.validate(document).errors) == 3
+
+
+def test_client_ca_name_message_in_full():
+    document = edit(load_example(), "spec.gateway.clientCAs", [{"name": "g" * 241, "certificate": CERTIFICATE}])
+    assert messages(spec.validate(document)) == [
+        f"spec.gateway.clientCAs[0].name: {quote('g' * 241)} is 241 characters long, above the maximum 240 for a "
+        "client CA: the envoy_gateway role stores it in a ConfigMap named mp-client-ca-<name>, and a ConfigMap name "
+        "is a DNS-1123 subdomain of at most 253 characters"]
+
+
+def role_file(path: str) -> dict:
+    return yaml.safe_load((REPO / "roles" / "envoy_gateway" / path).read_text())
+
+
+def test_the_rules_use_the_names_the_envoy_gateway_role_uses():
+    defaults = role_file("defaults/main.yml")
+    assert defaults["envoy_gateway_https_listener"] == schema.HTTPS_LISTENER_NAME
+    assert int(defaults["envoy_gateway_https_port"]) == schema.HTTPS_LISTENER_PORT
+    assert role_file("vars/main.yml")["envoy_gateway_client_ca_prefix"] == schema.CLIENT_CA_CONFIGMAP_PREFIX
+    # The prefixed name of the longest valid CA name is a valid ConfigMap name.
+    longest = schema.CLIENT_CA_CONFIGMAP_PREFIX + "a" * schema.CLIENT_CA_NAME_MAX
+    assert len(longest) == schema.CONFIGMAP_NAME_MAX == 253
+    assert re.search(schema.DNS1123_SUBDOMAIN, longest)
+
+
+@pytest.mark.parametrize("given,where", [
+    ({"versions": {"envoyGateway": "v1.9.0"}}, r"spec\.versions\.envoyGateway: \"v1\.9\.0\" is out of range"),
+    ({"gateway": {"listeners": [HTTP, dict(HTTP, name="web")]}},
+     r"spec\.gateway\.listeners\[1\]\.port: 80 is already used by spec\.gateway\.listeners\[0\]"),
+    ({"gateway": {"hostname": "gw.example.com", "listeners": [dict(HTTP, port=443)]}},
+     r"spec\.gateway\.listeners\[0\]\.port: 443 is taken by the HTTPS listener"),
+    ({"gateway": {"clientCAs": [{"name": "g" * 241, "certificate": CERTIFICATE}]}},
+     r"spec\.gateway\.clientCAs\[0\]\.name: .* above the maximum 240"),
+    ({"stack": "Dynamo", "dynamo": {"grove": "v0.1.0-alpha.11"}}, r"spec\.dynamo\.grove: .*\(grove#753\)"),
+])
+def test_defaulted_spec_applies_the_pin_and_listener_rules(given, where):
+    with pytest.raises(ValueError, match=where):
+        spec.defaulted_spec({"secrets": [KUBECONFIG], **given})

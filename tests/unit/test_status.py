@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schema, status
 
 CERT = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ==\n-----END CERTIFICATE-----\n"
 KEY = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIK==\n-----END EC PRIVATE KEY-----\n"
@@ -46,3 +46,23 @@ def test_missing_keys_are_left_out():
     assert status.gateway_status("1.2.3.4", None) == {"gateway": {"address": "1.2.3.4"}}
     assert status.gateway_status(None, None) == {}
     assert status.gateway_status(None, "x" * (status.CA_MAX + 1)) == {}
+
+
+def test_the_limits_are_the_status_schema_limits():
+    fields = schema.STATUS["properties"]["gateway"]["properties"]
+    assert status.ADDRESS_MAX == fields["address"]["maxLength"] == 256
+    assert status.CA_MAX == fields["caCertificate"]["maxLength"] == 16384
+
+
+def test_an_address_of_exactly_the_limit_is_kept_and_one_more_is_not():
+    at_limit = "a" * 256
+    assert status.gateway_address({"status": {"addresses": [{"value": at_limit}]}}) == at_limit
+    assert status.gateway_status(at_limit, None) == {"gateway": {"address": at_limit}}
+    assert status.gateway_address({"status": {"addresses": [{"value": at_limit + "a"}]}}) is None
+
+
+def test_a_ca_of_exactly_the_limit_is_kept_and_one_more_is_not():
+    at_limit = CERT + "A" * (16384 - len(CERT))
+    assert len(at_limit) == 16384
+    assert status.gateway_status("1.2.3.4", at_limit) == {"gateway": {"address": "1.2.3.4", "caCertificate": at_limit}}
+    assert status.gateway_status("1.2.3.4", at_limit + "A") == {"gateway": {"address": "1.2.3.4"}}

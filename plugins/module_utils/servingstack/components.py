@@ -85,8 +85,12 @@ JETSTACK = "https://charts.jetstack.io"
 # Envoy AI Gateway v1.1.x is the release paired with Envoy Gateway v1.8.x (see versions.py);
 # it has no pin in the spec, so the collection fixes it here.
 AI_GATEWAY_VERSION = "v1.1.0"
-# The InferencePool CRD version Envoy AI Gateway v1.1 targets (GAIE v1.0.2, API v1).
+# The Gateway API Inference Extension release Envoy AI Gateway v1.1 targets (GAIE v1.0.2): its
+# InferencePool (API v1) and the x-k8s InferencePool and InferenceObjective CRDs.
 INFERENCE_EXTENSION_VERSION = "v1.0.2"
+# Where the inference Gateway and its objects live: Modelplane's HTTPRoutes name
+# inference-gateway in modelplane-system as their parent (envoy_gateway_gateway_namespace).
+GATEWAY_NAMESPACE = "modelplane-system"
 
 COMPONENTS: tuple[Component, ...] = (
     Component(
@@ -179,8 +183,9 @@ COMPONENTS: tuple[Component, ...] = (
             ),
         ),
         manifests=(
-            f"InferencePool CRD (Gateway API Inference Extension {INFERENCE_EXTENSION_VERSION})",
-            "EnvoyProxy, GatewayClass and Gateway",
+            f"InferencePool CRD and the x-k8s InferencePool and InferenceObjective CRDs (Gateway API Inference "
+            f"Extension {INFERENCE_EXTENSION_VERSION})",
+            f"EnvoyProxy, GatewayClass and Gateway (Gateway in {GATEWAY_NAMESPACE})",
         ),
     ),
     Component(

@@ -24,6 +24,9 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.sc
     VERSION,
 )
 
+# The Ready condition, for the printer columns.
+READY_PATH = '.status.conditions[?(@.type=="Ready")]'
+
 HEADER = """\
 # The ServingStack CustomResourceDefinition (infrastructure.modelplane.ai/v1alpha1).
 # Generated from plugins/module_utils/servingstack/schema.py by crd.py: do not edit by hand.
@@ -91,6 +94,8 @@ def render() -> dict:
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": [
                         {"name": "Stack", "type": "string", "jsonPath": ".spec.stack"},
+                        {"name": "Ready", "type": "string", "jsonPath": READY_PATH + ".status"},
+                        {"name": "Reason", "type": "string", "jsonPath": READY_PATH + ".reason", "priority": 1},
                         {"name": "Address", "type": "string", "jsonPath": ".status.gateway.address"},
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
                     ],

@@ -21,9 +21,9 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
     """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings.
 
     Kubeconfig: ``kubeconfig``, else ``K8S_AUTH_KUBECONFIG``, ``KUBECONFIG``, ``~/.kube/config``;
-    context: ``context``, else ``K8S_AUTH_CONTEXT``; inside a pod with none of these, the pod's
-    service account. ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are refused rather
-    than half-honoured, so reads never reach another cluster than the modules' writes. TLS
+    context: ``context``, else (only without ``kubeconfig``) ``K8S_AUTH_CONTEXT``; inside a pod with none
+    of these, the pod's service account. ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are
+    refused rather than half-honoured, so reads never reach another cluster than the modules' writes. TLS
     verification follows the kubeconfig, as kubectl does; it is never turned off here.
     """
     try:
@@ -35,7 +35,9 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
     if not path and (os.environ.get("K8S_AUTH_HOST") or os.environ.get("K8S_AUTH_API_KEY")):
         raise KubeReadError("K8S_AUTH_HOST/K8S_AUTH_API_KEY are not used for reads on the controller: "
                             "give the cluster as a kubeconfig (K8S_AUTH_KUBECONFIG or the role's kubeconfig variable)")
-    context = context or os.environ.get("K8S_AUTH_CONTEXT") or ""
+    # K8S_AUTH_CONTEXT names a context of the environment's kubeconfig: with a kubeconfig given it could pick
+    # another cluster of that file (or none), so only the file's own current context applies then.
+    context = context or ("" if kubeconfig else os.environ.get("K8S_AUTH_CONTEXT") or "")
     try:
         if not path and not context and _in_cluster_only():
             from kubernetes.client import ApiClient

@@ -20,13 +20,15 @@ def failure_message(problems: list[Problem]) -> str:
 def outcome(document: object, problems: list[Problem]) -> dict[str, Any]:
     """The result for ``document`` (read with ``problems``): ``failed``/``msg``/``errors`` or the spec and plan.
 
-    ``warnings`` lists one line per ignored field; the caller reports them the way it reports warnings.
+    ``warnings`` lists one line per ignored field and one per accepted but unwise value (``<path>: <value>
+    <why>``); the caller reports them the way it reports warnings.
     """
     if problems:
         return {"failed": True, "msg": failure_message(problems), "errors": [problem.as_dict() for problem in problems],
                 "ignored": [], "warnings": []}
     validation = spec.validate(document)
     warnings = [f"{item['path']}: {quote(item['value'])} is ignored ({item['reason']})" for item in validation.ignored]
+    warnings += [str(problem) for problem in validation.warnings]
     if validation.errors:
         return {"failed": True, "msg": failure_message(validation.errors),
                 "errors": [problem.as_dict() for problem in validation.errors], "ignored": validation.ignored,

@@ -10,8 +10,9 @@ One Python structure serves two readers:
 
 Keys starting with ``_`` are for the validator only and are dropped from the CRD:
 ``_rule`` explains a ``pattern`` in words, ``_secret`` marks a value that messages must never quote,
-``_check`` names a check the validator runs in code (``pem``: PEM CERTIFICATE blocks) and
-``_pin`` marks a version pin whose semantic-version rule depends on the stack.
+``_check`` names a check the validator runs in code (``pem``: PEM CERTIFICATE blocks),
+``_pin`` marks a version pin whose semantic-version rule depends on the stack and
+``_empty_is_default`` marks a field whose empty value ("" or []) means "take the default".
 """
 
 from __future__ import annotations
@@ -57,10 +58,41 @@ HOSTNAME_RULE = (
 # Keys of a Secret's data map.
 SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 SECRET_KEY_RULE = "a Secret data key: letters, digits, '-', '_' and '.'"
-ABSOLUTE_PATH = r"^/"
-ABSOLUTE_PATH_RULE = "an absolute host path starting with /"
+# Empty means the default (/): the reference gives no minimum length.
+ABSOLUTE_PATH = r"^(/|$)"
+ABSOLUTE_PATH_RULE = "an absolute host path starting with / (or empty for the default /)"
 
 DEFAULT_LISTENERS = [{"name": "http", "port": 80, "protocol": "HTTP"}]
+# The HTTPS listener the envoy_gateway role adds to the Gateway next to gateway.hostname
+# (roles/envoy_gateway/templates/gateway.yaml.j2, named and numbered by envoy_gateway_https_listener
+# and envoy_gateway_https_port in roles/envoy_gateway/defaults/main.yml): no spec listener may take either.
+HTTPS_LISTENER_NAME = "https"
+HTTPS_LISTENER_PORT = 443
+# The envoy_gateway role stores each client CA in a ConfigMap named mp-client-ca-<InferenceGateway name>
+# (envoy_gateway_client_ca_prefix in roles/envoy_gateway/vars/main.yml). A ConfigMap name is a DNS-1123
+# subdomain of at most 253 characters; the prefix is a valid start of one, so only the length is left.
+CLIENT_CA_CONFIGMAP_PREFIX = "mp-client-ca-"
+CONFIGMAP_NAME_MAX = 253
+CLIENT_CA_NAME_MAX = CONFIGMAP_NAME_MAX - len(CLIENT_CA_CONFIGMAP_PREFIX)
+
+# Fields Crossplane adds to a composite resource's spec (XR). A live ServingStack that is an XR
+# carries them; they are Crossplane's, not the stack's, so they are ignored on input, never refused.
+# v2 XRs nest them under spec.crossplane; legacy (v1-style) XRs and claims have them at the top.
+CROSSPLANE_SPEC_FIELDS = (
+    "crossplane",
+    "compositionRef",
+    "compositionSelector",
+    "compositionRevisionRef",
+    "compositionRevisionSelector",
+    "compositionUpdatePolicy",
+    "compositeDeletePolicy",
+    "resourceRef",
+    "resourceRefs",
+    "writeConnectionSecretToRef",
+    "publishConnectionDetailsTo",
+    "claimRef",
+    "environmentConfigRefs",
+)
 
 
 def _pin(description: str, default: str, *, conditional: bool) -> dict:
@@ -110,6 +142,15 @@ SPEC: dict = {
             "type": "object",
             "default": {},
             "description": "Configuration for the cluster's inference traffic gateway.",
+            "x-kubernetes-validations": [
+                {
+                    # The role adds its own HTTPS listener (https, 443) next to a hostname.
+                    "rule": f"!has(self.hostname) || !has(self.listeners) || self.listeners.all(l, "
+                    f"l.name != '{HTTPS_LISTENER_NAME}' && l.port != {HTTPS_LISTENER_PORT})",
+                    "message": f"with a hostname the gateway adds its own HTTPS listener named {HTTPS_LISTENER_NAME} "
+                    f"on port {HTTPS_LISTENER_PORT}; no listener may take that name or port",
+                },
+            ],
             "properties": {
                 "className": {
                     "type": "string",
@@ -126,6 +167,14 @@ SPEC: dict = {
                     "maxItems": 32,
                     "x-kubernetes-list-type": "map",
                     "x-kubernetes-list-map-keys": ["name"],
+                    "x-kubernetes-validations": [
+                        {
+                            "rule": f"self.all(ca, size(ca.name) <= {CLIENT_CA_NAME_MAX})",
+                            "message": f"an InferenceGateway name is at most {CLIENT_CA_NAME_MAX} characters: its CA "
+                            f"is stored in a ConfigMap named {CLIENT_CA_CONFIGMAP_PREFIX}<name>, and a ConfigMap name "
+                            f"is at most {CONFIGMAP_NAME_MAX}",
+                        },
+                    ],
                     "description": "CA certificates of the InferenceGateways allowed to reach this cluster's "
                     "gateway, one per InferenceGateway. Names are unique.",
                     "items": {
@@ -167,14 +216,10 @@ SPEC: dict = {
                     "type": "array",
                     "maxItems": 8,
                     "default": DEFAULT_LISTENERS,
+                    "_empty_is_default": True,
                     "x-kubernetes-list-type": "map",
                     "x-kubernetes-list-map-keys": ["name"],
                     "x-kubernetes-validations": [
-                        {
-                            "rule": "self.size() >= 1",
-                            "message": "a Gateway needs at least one listener; omit the field for the default HTTP "
-                            "listener on port 80",
-                        },
                         {
                             # Gateway API: listeners sharing a port conflict (same protocol: indistinct;
                             # TCP with HTTP on one port: all conflicted), so a port appears once.
@@ -184,7 +229,7 @@ SPEC: dict = {
                         }
                     ],
                     "description": "Listeners of the inference Gateway. Defaults to one HTTP listener named http "
-                    "on port 80.",
+                    "on port 80 (also when empty).",
                     "items": {
                         "type": "object",
                         "required": ["name", "port", "protocol"],
@@ -218,6 +263,7 @@ SPEC: dict = {
             "type": "string",
             "maxLength": 512,
             "default": "/",
+            "_empty_is_default": True,
             "pattern": ABSOLUTE_PATH,
             "_rule": ABSOLUTE_PATH_RULE,
             "description": "Host path where the NVIDIA driver is installed, passed to the DRA driver as "
@@ -358,6 +404,94 @@ STATUS: dict = {
                     "description": "PEM certificate of the CA that signed this gateway's serving certificate. An "
                     "InferenceGateway validates the gateway against it, so it reaches the cluster it meant to and "
                     "not whatever answers on that address.",
+                },
+            },
+        },
+        "observedGeneration": {
+            "type": "integer",
+            "format": "int64",
+            "minimum": 0,
+            "description": "The metadata.generation of the ServingStack the last converge read, so a status older "
+            "than the spec is told apart.",
+        },
+        "conditions": {
+            "type": "array",
+            "maxItems": 8,
+            "description": "Conditions of the last converge: Ready (every component converged and the gateway has "
+            "an address) and Synced (every component converged). When False, the reason names the failing component "
+            "(for example CertManagerFailed) or GatewayAddressPending, and the message says why.",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+            "items": {
+                "type": "object",
+                "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "maxLength": 316,
+                        "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+                        "description": "Type of the condition: Ready or Synced.",
+                    },
+                    "status": {
+                        "type": "string",
+                        "enum": ["True", "False", "Unknown"],
+                        "description": "Status of the condition: True, False or Unknown.",
+                    },
+                    "observedGeneration": {
+                        "type": "integer",
+                        "format": "int64",
+                        "minimum": 0,
+                        "description": "The metadata.generation the condition was set for.",
+                    },
+                    "lastTransitionTime": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": "When the condition last changed from one status to another.",
+                    },
+                    "reason": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 1024,
+                        "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+                        "description": "Why the condition has its status, in CamelCase (for example Converged, "
+                        "Available, GatewayAddressPending, CertManagerFailed).",
+                    },
+                    "message": {
+                        "type": "string",
+                        "maxLength": 32768,
+                        "description": "What happened, for people: the failed components and their errors, or why "
+                        "the gateway has no address yet.",
+                    },
+                },
+            },
+        },
+        "components": {
+            "type": "array",
+            "maxItems": 32,
+            "description": "Each component of the stack, in install order, with the version installed and whether "
+            "its last converge succeeded.",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": {
+                "type": "object",
+                "required": ["name", "ready"],
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 63,
+                        "description": "Name of the component, as in the install plan (for example cert_manager).",
+                    },
+                    "version": {
+                        "type": "string",
+                        "maxLength": 64,
+                        "description": "The component's version the last successful converge installed.",
+                    },
+                    "ready": {
+                        "type": "boolean",
+                        "description": "Whether the component converged in the last run.",
+                    },
                 },
             },
         },

@@ -12,11 +12,21 @@ Decisions beyond the reference, each enforced here (and in the CRD where a schem
 * ``metadata.namespace`` defaults to ``default`` for a manifest read from a file or given inline
   (a live object always has one). Each ``spec.secrets[].namespace`` defaults to that namespace.
 * Unknown fields are errors at every level, with a "did you mean" hint for near misses.
-* A null value counts as absent (the API server prunes nulls before defaulting).
+* What a live object carries beyond its desired state is ignored on input, never refused: its
+  ``status`` (returned as it came, unchecked: a Crossplane XR's has conditions our schema lacks),
+  server-set metadata, and the fields Crossplane adds to an XR's spec (``spec.crossplane`` and the
+  legacy top-level ones, ``schema.CROSSPLANE_SPEC_FIELDS``), which are dropped.
+* A null value counts as absent (the API server prunes nulls before defaulting), and so does an
+  empty ``gateway.listeners`` or ``nvidiaDriverRoot`` (the default listener, ``/``).
 * Listener ports are unique: Gateway API treats listeners that share a port as conflicted
   (same protocol: indistinct; HTTP and TCP on one port: every listener on it is conflicted).
+* With ``gateway.hostname`` no listener is named ``https`` or uses port 443: the envoy_gateway
+  role adds its own HTTPS listener so named, on that port, next to a hostname.
+* A client CA's name fits the ConfigMap the envoy_gateway role names after it
+  (``mp-client-ca-<name>``, at most 253 characters).
 * Pins for the other stack (``standard.*`` on Dynamo, ``dynamo.*`` on Standard) are reported in
   ``ignored`` and only type- and length-checked; the version rules apply to the pins in use.
+* A pin in range but unwise (Envoy Gateway below v1.8.1) is reported in ``warnings``.
 """
 
 from __future__ import annotations
@@ -37,7 +47,13 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.er
 )
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import (
     API_VERSION,
+    CLIENT_CA_CONFIGMAP_PREFIX,
+    CLIENT_CA_NAME_MAX,
+    CONFIGMAP_NAME_MAX,
+    CROSSPLANE_SPEC_FIELDS,
     DYNAMO,
+    HTTPS_LISTENER_NAME,
+    HTTPS_LISTENER_PORT,
     KIND,
     KUBECONFIG,
     METADATA,
@@ -45,7 +61,6 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.sc
     SECRET_TYPES,
     SPEC,
     STANDARD,
-    STATUS,
 )
 
 DEFAULT_NAMESPACE = "default"
@@ -54,6 +69,19 @@ INTERNAL_ERROR = "could not be checked because of an internal error"
 
 # Which spec group holds the pins of which stack.
 STACK_GROUPS = {STANDARD: "standard", DYNAMO: "dynamo"}
+
+
+def _is_empty(schema: dict, value: object) -> bool:
+    """An empty value (of the field's own type) of a field whose empty value means its default."""
+    kind = list if schema.get("type") == "array" else str
+    return bool(schema.get("_empty_is_default")) and isinstance(value, kind) and not value
+
+
+def without_crossplane_fields(spec: object) -> object:
+    """``spec`` without the fields Crossplane adds to an XR (ignored on input, never refused)."""
+    if not isinstance(spec, dict):
+        return spec
+    return {key: value for key, value in spec.items() if key not in CROSSPLANE_SPEC_FIELDS}
 
 
 def _is_ip_address(text: str) -> bool:
@@ -66,11 +94,13 @@ def _is_ip_address(text: str) -> bool:
 
 @dataclass
 class Validation:
-    """The outcome of ``validate``: the defaulted manifest (None when invalid), the problems, the ignored pins."""
+    """The outcome of ``validate``: the defaulted manifest (None when invalid), the problems, the ignored pins
+    and the warnings (accepted values that are unwise, each ``<path>: <value> <why>``)."""
 
     manifest: dict | None
     errors: list[Problem] = field(default_factory=list)
     ignored: list[dict] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -121,7 +151,7 @@ class _Walk:
             self.add(child, f"unknown field{suffix}; known fields: {', '.join(properties) or 'none'}")
         for key, subschema in properties.items():
             child = join_path(path, key)
-            present = key in value and value[key] is not None
+            present = key in value and value[key] is not None and not _is_empty(subschema, value[key])
             if present:
                 result[key] = self.value(subschema, value[key], child)
             elif key in schema.get("required", ()):
@@ -232,9 +262,10 @@ def _root(walk: _Walk, manifest: dict) -> dict:
     if spec is None:
         walk.add("spec", "required field is missing")
     else:
-        result["spec"] = walk.mapping(SPEC, spec, "spec")
+        result["spec"] = walk.mapping(SPEC, without_crossplane_fields(spec), "spec")
     if manifest.get("status") is not None:
-        result["status"] = walk.mapping(STATUS, manifest["status"], "status")
+        # A live object's status is the server's (or Crossplane's), not input: returned as it came, unchecked.
+        result["status"] = copy.deepcopy(manifest["status"])
     return result
 
 
@@ -271,9 +302,6 @@ def _listeners(walk: _Walk, spec: dict) -> None:
     listeners = gateway.get("listeners") if isinstance(gateway, dict) else None
     if not isinstance(listeners, list):
         return
-    if not listeners:
-        walk.add("spec.gateway.listeners", "is an empty list; a Gateway needs at least one listener (omit the field "
-                 "for the default HTTP listener on port 80)")
     first: dict[int, int] = {}
     for index, listener in enumerate(listeners):
         port = listener.get("port") if isinstance(listener, dict) else None
@@ -290,6 +318,68 @@ def _listeners(walk: _Walk, spec: dict) -> None:
             )
         else:
             first[port] = index
+
+
+def _https_listener(walk: _Walk, spec: dict) -> None:
+    """With a hostname, no listener may take the name or port of the HTTPS listener the role adds for it."""
+    gateway = spec.get("gateway")
+    if not isinstance(gateway, dict) or not isinstance(gateway.get("hostname"), str) or not gateway["hostname"]:
+        return
+    listeners = gateway.get("listeners")
+    if not isinstance(listeners, list):
+        return
+    # roles/envoy_gateway/templates/gateway.yaml.j2 adds this listener to the Gateway after the spec's.
+    taken = (f"is taken by the HTTPS listener ({HTTPS_LISTENER_NAME}, port {HTTPS_LISTENER_PORT}) the envoy_gateway "
+             "role adds to the Gateway when spec.gateway.hostname is set")
+    for index, listener in enumerate(listeners):
+        if not isinstance(listener, dict):
+            continue
+        path = f"spec.gateway.listeners[{index}]"
+        if listener.get("name") == HTTPS_LISTENER_NAME:
+            walk.add(f"{path}.name", f"{quote(HTTPS_LISTENER_NAME)} {taken}; rename this listener")
+        port = listener.get("port")
+        if isinstance(port, int) and not isinstance(port, bool) and port == HTTPS_LISTENER_PORT:
+            walk.add(f"{path}.port", f"{port} {taken}; move this listener to another port")
+
+
+def _client_ca_names(walk: _Walk, spec: dict) -> None:
+    """Each client CA's name fits the ConfigMap name the envoy_gateway role derives from it."""
+    gateway = spec.get("gateway")
+    cas = gateway.get("clientCAs") if isinstance(gateway, dict) else None
+    if not isinstance(cas, list):
+        return
+    for index, ca in enumerate(cas):
+        name = ca.get("name") if isinstance(ca, dict) else None
+        path = f"spec.gateway.clientCAs[{index}].name"
+        # A name that is not a DNS-1123 subdomain is refused already; with the prefix it stays one.
+        if not isinstance(name, str) or walk.has_problem_at(path) or len(name) <= CLIENT_CA_NAME_MAX:
+            continue
+        walk.add(path, f"{quote(name)} is {len(name)} characters long, above the maximum {CLIENT_CA_NAME_MAX} for a "
+                 "client CA: the envoy_gateway role stores it in a ConfigMap named "
+                 f"{CLIENT_CA_CONFIGMAP_PREFIX}<name>, and a ConfigMap name is a DNS-1123 subdomain of at most "
+                 f"{CONFIGMAP_NAME_MAX} characters")
+
+
+def _gateway(walk: _Walk, spec: dict) -> None:
+    """The rules on gateway listeners and client CAs beyond the schema."""
+    _listeners(walk, spec)
+    _https_listener(walk, spec)
+    _client_ca_names(walk, spec)
+
+
+def _cautions(walk: _Walk, spec: dict) -> list[Problem]:
+    """Warnings for pins that are in range but unwise (see ``versions.CAUTIONS``)."""
+    found: list[Problem] = []
+    for key, caution in versions.CAUTIONS.items():
+        group, name = key.split(".")
+        values = spec.get(group)
+        path = f"spec.{key}"
+        if not isinstance(values, dict) or not isinstance(values.get(name), str) or walk.has_problem_at(path):
+            continue
+        reason = caution(values[name])
+        if reason:
+            found.append(Problem(path, f"{quote(values[name])} {reason}"))
+    return found
 
 
 def _pins(walk: _Walk, raw_spec: object, spec: dict) -> list[dict]:
@@ -340,15 +430,17 @@ def _validate(manifest: object) -> Validation:
     result = _root(walk, manifest)
     spec = result.get("spec")
     ignored: list[dict] = []
+    warnings: list[Problem] = []
     if isinstance(spec, dict):
         metadata = result.get("metadata")
         namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
         _secrets(walk, spec, namespace)
-        _listeners(walk, spec)
+        _gateway(walk, spec)
         ignored = _pins(walk, manifest.get("spec"), spec)
+        warnings = _cautions(walk, spec)
     if walk.problems:
-        return Validation(None, sorted(walk.problems, key=sort_key), ignored)
-    return Validation(result, [], ignored)
+        return Validation(None, sorted(walk.problems, key=sort_key), ignored, warnings)
+    return Validation(result, [], ignored, warnings)
 
 
 def validate(manifest: object) -> Validation:
@@ -365,15 +457,16 @@ def defaulted_spec(spec: dict | None = None) -> dict:
     """``spec`` with every default of the reference applied (all defaults when None).
 
     For callers without a whole manifest. Raises ValueError listing the problems when ``spec`` is invalid.
-    Secrets keep their namespace unset when absent: only a manifest knows its namespace.
+    Secrets keep their namespace unset when absent: only a manifest knows its namespace. The fields
+    Crossplane adds to an XR's spec are ignored, as ``validate`` ignores them.
     """
     walk = _Walk()
     source: object = {"secrets": [{"type": KUBECONFIG, "name": "kubeconfig", "key": "kubeconfig"}]} if spec is None \
-        else spec
+        else without_crossplane_fields(spec)
     result = walk.mapping(SPEC, source, "spec")
     if isinstance(result, dict):
         _secrets(walk, result, None)
-        _listeners(walk, result)
+        _gateway(walk, result)
         _pins(walk, source, result)
     if walk.problems or not isinstance(result, dict):
         raise ValueError("invalid ServingStack spec:\n" + "\n".join(f"- {problem}" for problem in walk.problems))

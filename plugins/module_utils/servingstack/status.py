@@ -4,7 +4,8 @@
 
 Pure functions over API objects (dicts as the API returns them); the ``servingstack_status``
 lookup fetches the objects. The object names are the ones the ``envoy_gateway`` and
-``trust_manager`` roles create by default; namespaces come from the components table.
+``trust_manager`` roles create by default (the lookup's option defaults; the ``servingstack`` role
+passes the roles' settings); namespaces come from the components table.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
 
-# The Gateway the envoy_gateway role creates (envoy_gateway_gateway_name).
+# The Gateway the envoy_gateway role creates (envoy_gateway_gateway_name, in
+# envoy_gateway_gateway_namespace: GATEWAY_NAMESPACE).
 GATEWAY_NAME = "inference-gateway"
-GATEWAY_NAMESPACE = BY_NAME["envoy_gateway"].namespace
 # The CA Secret (written by cert-manager, in the trust namespace) and the ConfigMap trust-manager
 # publishes its certificate to (envoy_gateway_ca_secret, trust_manager_bundle_name and
 # trust_manager_target_namespace).
@@ -79,3 +80,130 @@ def gateway_status(address: str | None, ca_certificate: str | None) -> dict[str,
     if ca_certificate and len(ca_certificate) <= CA_MAX:
         gateway["caCertificate"] = ca_certificate
     return {"gateway": gateway} if gateway else {}
+
+
+# ----------------------------------------------------------------------------- conditions and components
+# status.conditions follow metav1.Condition; status.components is one entry per planned component.
+
+READY = "Ready"
+SYNCED = "Synced"
+MESSAGE_MAX = 1024
+SUMMARY_MAX = 400
+LB_CONTROLLER_MISSING = (
+    "the cluster has no load-balancer controller (a cloud provider's, MetalLB, cloud-provider-kind) to assign one")
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|$)", re.S)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
+_SECRET_SETTING = re.compile(
+    r"(?i)((?:password|passwd|token|secret|api[_-]?key|private[_-]?key|credentials?)[\"']?\s*[:=]\s*[\"']?)"
+    r"[^\s,;\"'}\]]+")
+_FLAG = re.compile(r"(?i)(--(?:kube-)?(?:token|password)[= ])\S+")
+_BLOB = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+
+
+def camel(name: str) -> str:
+    """``cert_manager`` -> ``CertManager`` (a condition reason is CamelCase)."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", name) if part)
+
+
+def error_summary(message: object, limit: int = SUMMARY_MAX) -> str:
+    """One line saying why a task failed, with anything that looks like a credential removed.
+
+    helm failures put helm's own error after ``stderr:``; that line is kept. PEM blocks, bearer tokens,
+    ``password=``/``token:``-style settings and long base64-looking runs become ``<redacted>``.
+    """
+    text = str(message or "")
+    if "stderr:" in text:
+        text = text.rsplit("stderr:", 1)[1]
+    text = _PEM.sub("<redacted>", text)
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "") or "failed"
+    for pattern, replacement in ((_BEARER, r"\1<redacted>"), (_FLAG, r"\1<redacted>"),
+                                 (_SECRET_SETTING, r"\1<redacted>"), (_BLOB, "<redacted>")):
+        line = pattern.sub(replacement, line)
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _condition_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == kind:
+            return condition
+    return None
+
+
+def address_pending(gateway: dict[str, Any] | None, services: list[dict[str, Any]]) -> str:
+    """Why the Gateway has no address, from what the cluster shows (``services``: the Gateway's Services)."""
+    if gateway is None:
+        return "the Gateway does not exist on the target cluster"
+    meta = gateway.get("metadata") or {}
+    where = f"{meta.get('namespace')}/{meta.get('name')}"
+    for service in services:
+        spec, found = service.get("spec") or {}, (service.get("status") or {}).get("loadBalancer") or {}
+        if spec.get("type") == "LoadBalancer" and not found.get("ingress"):
+            meta = service.get("metadata") or {}
+            return (f"the LoadBalancer Service {meta.get('namespace')}/{meta.get('name')} of the Gateway has no "
+                    f"ingress address: {LB_CONTROLLER_MISSING}")
+    programmed = _condition_of(gateway, "Programmed")
+    if programmed is None:
+        return f"the Gateway {where} is not Programmed yet (its controller has not reported on it)"
+    if programmed.get("status") != "True":
+        said = programmed.get("message") or programmed.get("reason") or "no message"
+        return f"the Gateway {where} is not Programmed: {said}"
+    if not services:
+        return f"the Gateway {where} is Programmed but has no Service yet"
+    return f"the Gateway {where} is Programmed but reports no address yet"
+
+
+def components_status(plan: list[dict[str, Any]], failed: dict[str, str],
+                      previous: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """``[{name, version, ready}]`` in plan order: a converged component has its planned version; one that
+    did not converge keeps the version the status had for it (what was installed before), if any."""
+    before = {entry.get("name"): entry for entry in previous or [] if isinstance(entry, dict)}
+    found = []
+    for component in plan:
+        name = str(component["name"])
+        entry: dict[str, Any] = {"name": name}
+        if name not in failed:
+            entry["version"] = str(component.get("version") or "")
+        elif before.get(name, {}).get("version"):
+            entry["version"] = str(before[name]["version"])
+        entry["ready"] = name not in failed
+        found.append(entry)
+    return found
+
+
+def wanted_conditions(plan: list[dict[str, Any]], failed: dict[str, str], address: str | None,
+                      pending: str) -> list[dict[str, str]]:
+    """``Synced`` (every component converged) and ``Ready`` (that, and the gateway has an address):
+    ``type``/``status``/``reason``/``message`` only; ``merge_conditions`` adds the rest."""
+    names = [str(component["name"]) for component in plan]
+    failures = [name for name in names if name in failed] + sorted(set(failed) - set(names))
+    if failures:
+        message = "; ".join(f"{name}: {error_summary(failed[name])}" for name in failures)
+        message = message if len(message) <= MESSAGE_MAX else message[:MESSAGE_MAX - 1] + "…"
+        reason = f"{camel(failures[0])}Failed"
+        synced = {"type": SYNCED, "status": "False", "reason": reason, "message": message}
+        return [{**synced, "type": READY}, synced]
+    synced = {"type": SYNCED, "status": "True", "reason": "Converged",
+              "message": f"all {len(names)} components converged"}
+    if not address:
+        ready = {"type": READY, "status": "False", "reason": "GatewayAddressPending",
+                 "message": (pending or "the Gateway has no address yet")[:MESSAGE_MAX]}
+    else:
+        ready = {"type": READY, "status": "True", "reason": "Available",
+                 "message": f"every component converged and the gateway is at {address}"}
+    return [ready, synced]
+
+
+def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[str, str]], generation: int | None,
+                     now: str) -> list[dict[str, Any]]:
+    """``wanted`` with ``observedGeneration`` and ``lastTransitionTime``: kept from ``previous`` while the
+    condition's status stays the same, ``now`` when it changes (as metav1.Condition asks)."""
+    before = {entry.get("type"): entry for entry in previous or [] if isinstance(entry, dict)}
+    merged = []
+    for condition in wanted:
+        old = before.get(condition["type"]) or {}
+        stamp = old.get("lastTransitionTime") if old.get("status") == condition["status"] else None
+        entry: dict[str, Any] = {**condition, "lastTransitionTime": stamp or now}
+        if generation is not None:
+            entry["observedGeneration"] = generation
+        merged.append(entry)
+    return merged

@@ -5,9 +5,11 @@
 Every pin is a semantic version with an optional ``v`` (``v1.21.1``, ``0.18.3``,
 ``v0.1.0-alpha.12-rc2``). Two components carry extra rules:
 
-* ``versions.envoyGateway`` must be a v1.8.x release from v1.8.1: Envoy AI Gateway v1.1.x (which
-  this collection installs) is built on Envoy Gateway v1.8.1 and tested with v1.8.x and Gateway
-  API v1.5.x; v1.9.x is out of range until the AI Gateway release that pairs with it.
+* ``versions.envoyGateway`` must be a v1.8.x release (v1.8.0 or later in release order), as the
+  reference says: Envoy AI Gateway v1.1.x (which this collection installs) is tested with v1.8.x and
+  Gateway API v1.5.x; v1.9.x is out of range until the AI Gateway release that pairs with it. A pin
+  below v1.8.1 (v1.8.0, or a v1.8.1 release candidate) is accepted with a warning: the AI Gateway is
+  built on Envoy Gateway v1.8.1 and its README says it needs v1.8.1 or later.
 * ``dynamo.grove`` must be v0.1.0-alpha.12-rc2 or later in *release order* (grove#753).
 
 Release order differs from plain semver precedence in one way: a pre-release identifier
@@ -33,7 +35,9 @@ _PIECES = re.compile(r"[0-9]+|[^0-9]+")
 
 SEMVER_RULE = "a semantic version such as v1.2.3, 1.2.3 or v0.1.0-alpha.12-rc2 (the leading v is optional)"
 
-ENVOY_GATEWAY_MINIMUM = "v1.8.1"
+# The reference allows every v1.8.x; Envoy AI Gateway v1.1.x is built on v1.8.1 and says it needs it.
+ENVOY_GATEWAY_MINIMUM = "v1.8.0"
+ENVOY_GATEWAY_ADVISED = "v1.8.1"
 GROVE_MINIMUM = "v0.1.0-alpha.12-rc2"
 
 
@@ -109,10 +113,25 @@ def check_envoy_gateway(text: str) -> str | None:
     if (version.major, version.minor) == (1, 8) and version.release_key() >= release_key(ENVOY_GATEWAY_MINIMUM):
         return None
     return (
-        f"is out of range: it must be a v1.8.x Envoy Gateway release from {ENVOY_GATEWAY_MINIMUM}: "
+        f"is out of range: it must be a v1.8.x Envoy Gateway release, {ENVOY_GATEWAY_MINIMUM} or later: "
         "Envoy AI Gateway v1.1.x is built on Envoy Gateway v1.8.1 and tested with v1.8.x and Gateway API v1.5.x; "
         "older releases lack the Gateway API CRDs (ListenerSet) and InferencePool backend support it needs, "
         "and v1.9.x is out of range until the AI Gateway release that pairs with it"
+    )
+
+
+def caution_envoy_gateway(text: str) -> str | None:
+    """Why an in-range Envoy Gateway pin is unwise, or None when it is not (or is out of range)."""
+    version = parse(text)
+    if version is None or check_envoy_gateway(text) is not None:
+        return None
+    if version.release_key() >= release_key(ENVOY_GATEWAY_ADVISED):
+        return None
+    return (
+        f"is accepted (the reference allows any v1.8.x) but unwise: it is older than {ENVOY_GATEWAY_ADVISED}, and "
+        f"Envoy AI Gateway v1.1.x is built on Envoy Gateway {ENVOY_GATEWAY_ADVISED} and its README says it needs "
+        f"{ENVOY_GATEWAY_ADVISED} or later, so the AI Gateway's extension server is untested against this release; "
+        f"pin {ENVOY_GATEWAY_ADVISED} or later"
     )
 
 
@@ -135,4 +154,8 @@ def check_grove(text: str) -> str | None:
 RULES = {
     "versions.envoyGateway": check_envoy_gateway,
     "dynamo.grove": check_grove,
+}
+# Spec paths of pins accepted with a warning in part of their range, and why.
+CAUTIONS = {
+    "versions.envoyGateway": caution_envoy_gateway,
 }

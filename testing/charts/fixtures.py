@@ -1,0 +1,108 @@
+"""pytest fixtures serving the test charts (``build.py``) as a classic Helm chart repository.
+
+``chart_repo`` (session scope) builds every test chart once into a temporary directory with the real helm, serves
+that directory over HTTP on 127.0.0.1 (a random port, ``http.server`` in a daemon thread) and yields a ``ChartRepo``
+(``url``, ``directory``, ``charts``). The server stops at the end of the session, or after ``TEST_CHARTS_LIFETIME``
+seconds (default 3600) if the session outlives that, so a stuck run never leaves it behind.
+
+Not wired into ``tests/conftest.py`` yet: import the fixture (``from fixtures import chart_repo``, with this folder on
+``sys.path``) or load this file by path, as ``test_charts.py`` does. It skips, with the reason, only when
+``<repo>/../shared/upstream`` is absent. ``TEST_CHARTS_HELM`` picks the helm binary (default ``.venv/bin/helm``).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[1]
+DEFAULT_LIFETIME = 3600.0
+
+
+def load_build() -> ModuleType:
+    """``build.py`` as a module, loaded by path (this folder is not a package)."""
+    spec = importlib.util.spec_from_file_location("testing_charts_build", HERE / "build.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def helm_binary() -> str:
+    return os.environ.get("TEST_CHARTS_HELM") or str(REPO_ROOT / ".venv" / "bin" / "helm")
+
+
+def upstream_dir() -> Path:
+    return REPO_ROOT.parent / "shared" / "upstream"
+
+
+def skip_without_upstream() -> None:
+    if not (upstream_dir() / "provenance.yaml").is_file():
+        pytest.skip(f"upstream reference data absent ({upstream_dir()}): the test charts are built from it")
+
+
+@dataclass(frozen=True)
+class ChartRepo:
+    url: str  # http://127.0.0.1:<port>
+    directory: Path  # index.yaml and the .tgz files
+    charts: tuple[str, ...]  # <name>-<version> of every chart built
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@dataclass
+class _Server:
+    httpd: http.server.ThreadingHTTPServer
+    thread: threading.Thread
+    deadline: threading.Timer
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self.deadline.cancel()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)
+
+
+def serve(directory: Path, lifetime: float) -> _Server:
+    """Serve ``directory`` on 127.0.0.1 (random port) until ``stop()`` or ``lifetime`` seconds, whichever first."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, name="chart-repo", daemon=True)
+    deadline = threading.Timer(lifetime, httpd.shutdown)
+    deadline.daemon = True
+    thread.start()
+    deadline.start()
+    return _Server(httpd, thread, deadline)
+
+
+@pytest.fixture(scope="session")
+def chart_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChartRepo]:
+    skip_without_upstream()
+    directory = tmp_path_factory.mktemp("chart-repo")
+    server = serve(directory, float(os.environ.get("TEST_CHARTS_LIFETIME", DEFAULT_LIFETIME)))
+    try:
+        built = load_build().build(directory, helm=helm_binary(), url=server.url, upstream=upstream_dir())
+        yield ChartRepo(server.url, directory, tuple(built))
+    finally:
+        server.stop()

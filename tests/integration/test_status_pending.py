@@ -1,0 +1,118 @@
+"""Why the gateway has no address, as the servingstack role writes it to a live ServingStack's status:
+the role's report step reads the Gateway and its Services from a stand-in (no simulated controllers, so
+nothing assigns an address) and writes Ready=False / GatewayAddressPending with the reason."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from stack_support import REPO, UPSTREAM, get, manifest
+
+pytestmark = [
+    pytest.mark.playbook,
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (the Gateway API CRDs)"),
+]
+
+GATEWAY_CRD = UPSTREAM / "gateway-api" / "v1.5.1" / "standard" / "gateways.gateway.networking.k8s.io.yaml"
+NS = "envoy-gateway-system"
+API = "infrastructure.modelplane.ai/v1alpha1"
+LABELS = {"gateway.envoyproxy.io/owning-gateway-name": "inference-gateway",
+          "gateway.envoyproxy.io/owning-gateway-namespace": NS}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from standin.fixtures import running_cluster
+
+    with running_cluster(tmp_path_factory.mktemp("pending"), simulate_controllers=False) as handle:
+        doc = manifest()
+        doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
+        handle.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
+        handle.kubectl("apply", "--server-side", "-f", str(GATEWAY_CRD))
+        handle.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+            doc,
+            {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+             "metadata": {"name": "inference-gateway", "namespace": NS},
+             "spec": {"gatewayClassName": "envoy", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "envoy-inference-gateway", "namespace": NS,
+                                                                 "labels": LABELS},
+             "spec": {"type": "LoadBalancer", "selector": {"app": "envoy"}, "ports": [{"port": 80}]}},
+        ]))
+        yield handle
+
+
+def report(cluster, tmp_path) -> dict:
+    """The role's report step (report.yml) for the live ServingStack; returns the Ready condition."""
+    playbook = tmp_path / "report.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Report a stack's status.", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "Report.", "ansible.builtin.include_role": {
+            "name": "modelplane.serving.servingstack", "tasks_from": "report.yml"}}],
+    }]))
+    result = cluster.run_playbook(playbook, extra_vars={
+        "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform",
+        "servingstack_target_kubeconfig": cluster.kubeconfig,
+        "servingstack_spec": {"gateway": {}},
+        "servingstack_manifest": {"metadata": {"generation": 1}},
+        "servingstack_plan": [{"name": "envoy_gateway", "version": "v1.8.4"}],
+        "envoy_gateway_status_names": {"gateway_name": "inference-gateway", "gateway_namespace": NS},
+    })
+    assert result.rc == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    live = get(cluster, API, "ServingStack", "west-gke-stack", "platform")
+    return {condition["type"]: condition for condition in live["status"]["conditions"]}["Ready"]
+
+
+def test_a_load_balancer_service_without_ingress_means_no_load_balancer_controller(cluster, tmp_path):
+    ready = report(cluster, tmp_path)
+    assert (ready["status"], ready["reason"]) == ("False", "GatewayAddressPending"), ready
+    assert ready["message"] == (
+        f"the LoadBalancer Service {NS}/envoy-inference-gateway of the Gateway has no ingress address: "
+        "the cluster has no load-balancer controller (a cloud provider's, MetalLB, cloud-provider-kind) to assign one")
+
+
+def test_a_gateway_not_programmed_gives_its_condition_message(cluster, tmp_path):
+    cluster.kubectl("delete", "service", "envoy-inference-gateway", "-n", NS)
+    gateway = cluster.dynamic().resources.get(api_version="gateway.networking.k8s.io/v1", kind="Gateway")
+    gateway.status.patch(name="inference-gateway", namespace=NS, content_type="application/merge-patch+json", body={
+        "status": {"conditions": [{"type": "Programmed", "status": "False", "reason": "Invalid",
+                                   "message": "listener http: no route kinds are supported", "observedGeneration": 1,
+                                   "lastTransitionTime": "2026-12-02T21:00:00Z"}]}})
+    first = report(cluster, tmp_path)
+    assert (first["status"], first["reason"]) == ("False", "GatewayAddressPending"), first
+    assert first["message"] == (f"the Gateway {NS}/inference-gateway is not Programmed: "
+                                "listener http: no route kinds are supported")
+
+
+def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluster, tmp_path):
+    """servingstack_parallel false (the role in any play): the first failed component stops the rest, and the
+    role's rescue writes it, and the ones it stopped, to the live status before the run fails."""
+    import base64
+    from pathlib import Path
+
+    cluster = fresh_cluster
+    doc = manifest()
+    doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
+    cluster.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "west-gke-kubeconfig", "namespace": "platform"},
+         "type": "Opaque", "data": {"kubeconfig": base64.b64encode(Path(cluster.kubeconfig).read_bytes()).decode()}},
+        doc,
+    ]))
+    playbook = tmp_path / "role.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Converge with the role alone.", "hosts": "localhost", "gather_facts": False,
+        "roles": [{"role": "modelplane.serving.servingstack"}],
+    }]))
+    result = cluster.run_playbook(playbook, env={"HELM_DOUBLE_FAIL": "mp-cert-manager"}, extra_vars={
+        "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform"})
+    assert result.rc != 0, result.stdout[-4000:]
+    assert "cert-manager did not converge" in result.stdout, result.stdout[-4000:]
+    status = get(cluster, API, "ServingStack", "west-gke-stack", "platform")["status"]
+    ready = {condition["type"]: condition for condition in status["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "CertManagerFailed"), ready
+    assert ready["message"].startswith("cert_manager: Error: ") and "context deadline exceeded" in ready["message"]
+    assert "trust_manager: not attempted: cert_manager failed first" in ready["message"], ready
+    assert [entry["ready"] for entry in status["components"]] == [False] * len(status["components"])

@@ -1,0 +1,487 @@
+"""Every cloud identity type against local stand-ins of its token service and a Kubernetes API that demands the token.
+
+The fake Google token URI, STS and Nebius IAM (fake_clouds.py) verify signatures and forms; the API stand-in
+(tests/standin, `bearer_token=`) answers 401 Unauthorized without the token the fakes handed out.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from fake_clouds import FakeClouds, b64url_decode, fake_clouds_fixture  # noqa: F401  # pylint: disable=unused-import
+from standin import StandIn
+from standin import kubeconfig as standin_kubeconfig
+from token_endpoint import pem_private_key
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+WHERE = "spec.secrets[1]"
+EKS_ARN = "arn:aws:eks:eu-west-1:123456789012:cluster/west-eks"
+WEB_IDENTITY_TOKEN = "eyJhbGciOiJSUzI1NiJ9.web-identity-token-payload.signature-part"
+
+
+@pytest.fixture(scope="module")
+def rsa_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="module")
+def other_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def google_key(clouds: FakeClouds, key: rsa.RSAPrivateKey) -> str:
+    return json.dumps({
+        "type": "service_account", "project_id": "west", "private_key_id": "k1", "private_key": pem_private_key(key),
+        "client_email": "stack@west.iam.gserviceaccount.com", "token_uri": clouds.url("/google/token"),
+    })
+
+
+def google_user(clouds: FakeClouds) -> str:
+    return json.dumps({
+        "type": "authorized_user", "client_id": "cid.apps.googleusercontent.com",
+        "client_secret": "d-FL95Q19q7MQmFpd7hHD0Ty",
+        "refresh_token": "1//0refresh-token-value", "token_uri": clouds.url("/google/token"),
+    })
+
+
+def aws_credential(clouds: FakeClouds, **extra: str) -> str:
+    return json.dumps({"roleARN": clouds.role_arn, "webIdentityToken": WEB_IDENTITY_TOKEN,
+                       "stsEndpoint": clouds.url("/sts/"), **extra})
+
+
+def nebius_key(clouds: FakeClouds, key: rsa.RSAPrivateKey, flat: bool = False) -> str:
+    if flat:
+        return json.dumps({"private_key": pem_private_key(key), "public_key_id": "publickey-e00abc",
+                           "account_id": "serviceaccount-e00xyz", "tokenEndpoint": clouds.url("/nebius/exchange")})
+    return json.dumps({"subject-credentials": {
+        "alg": "RS256", "private-key": pem_private_key(key), "kid": "publickey-e00abc",
+        "iss": "serviceaccount-e00xyz", "sub": "serviceaccount-e00xyz",
+    }, "tokenEndpoint": clouds.url("/nebius/exchange")})
+
+
+def register(clouds: FakeClouds, key: rsa.RSAPrivateKey) -> None:
+    """What the clouds know: the accounts' public keys, the web identity token, the EKS cluster name."""
+    clouds.google_accounts["stack@west.iam.gserviceaccount.com"] = key.public_key()
+    clouds.google_users["1//0refresh-token-value"] = ("cid.apps.googleusercontent.com", "d-FL95Q19q7MQmFpd7hHD0Ty")
+    clouds.web_identity_tokens.add(WEB_IDENTITY_TOKEN)
+    clouds.nebius_keys["publickey-e00abc"] = ("serviceaccount-e00xyz", key.public_key())
+    clouds.eks_cluster = "west-eks"
+
+
+def post_to(clouds: FakeClouds):
+    return lambda url, body: ci.https_post(url, body, ca_file=clouds.cert_file)
+
+
+def credential_for(kind: str, clouds: FakeClouds, key: rsa.RSAPrivateKey) -> tuple[str, str]:
+    return {
+        "google": (ci.GOOGLE, google_key(clouds, key)),
+        "google-user": (ci.GOOGLE, google_user(clouds)),
+        "aws": (ci.AWS, aws_credential(clouds)),
+        "nebius": (ci.NEBIUS, nebius_key(clouds, key)),
+        "nebius-flat": (ci.NEBIUS, nebius_key(clouds, key, flat=True)),
+    }[kind]
+
+
+SECRET_PARTS = ("PRIVATE KEY", "d-FL95Q19q7MQmFpd7hHD0Ty", "1//0refresh-token-value", "web-identity-token-payload")
+
+
+def assert_no_secret(text: str, *extra: str) -> None:
+    for part in (*SECRET_PARTS, *extra):
+        assert part not in text
+
+
+# --------------------------------------------------------------------------- minting against the fakes
+
+
+@pytest.mark.parametrize("kind", ["google", "google-user", "aws", "nebius", "nebius-flat"])
+def test_each_identity_mints_a_token_the_cloud_verified(fake_clouds, rsa_key, kind):
+    register(fake_clouds, rsa_key)
+    identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
+    minted = ci.mint(identity_type, credential, WHERE, post_to(fake_clouds),
+                     cluster={"name": EKS_ARN, "server": "https://ABC.gr7.eu-west-1.eks.amazonaws.com"})
+    assert fake_clouds.accepts(minted.token), fake_clouds.requests[-1][0]
+    assert minted.expires_at > ci.time.time() + 600
+
+
+def test_the_eks_token_is_a_presigned_get_caller_identity_for_the_cluster(fake_clouds, rsa_key):
+    register(fake_clouds, rsa_key)
+    token = ci.exchange(ci.AWS, aws_credential(fake_clouds), WHERE, post_to(fake_clouds),
+                        cluster={"name": EKS_ARN, "server": "https://x"})
+    assert token.startswith("k8s-aws-v1.") and "=" not in token
+    url = b64url_decode(token[len("k8s-aws-v1."):]).decode()
+    query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    assert url.startswith(fake_clouds.url("/sts/?Action=GetCallerIdentity&Version=2011-06-15&"))
+    assert query["X-Amz-Expires"] == "60"
+    assert query["X-Amz-SignedHeaders"] == "host;x-k8s-aws-id"
+    assert query["X-Amz-Credential"].split("/")[2:] == ["eu-west-1", "sts", "aws4_request"]  # region of the ARN
+    # The STS form was the unsigned AssumeRoleWithWebIdentity one.
+    path, form, headers = fake_clouds.requests[-1]
+    assert path == "/sts/" and form["RoleArn"] == [fake_clouds.role_arn] and "Authorization" not in headers
+    # Signed for another cluster name, the signature no longer verifies.
+    fake_clouds.eks_cluster = "another-cluster"
+    assert not fake_clouds.eks_token_valid(token)
+    fake_clouds.eks_cluster = "west-eks"
+    tampered = "k8s-aws-v1." + ci._b64url(url.replace("X-Amz-Expires=60", "X-Amz-Expires=61").encode())
+    assert fake_clouds.eks_token_valid(token) and not fake_clouds.eks_token_valid(tampered)
+
+
+@pytest.mark.parametrize(
+    ("cluster", "secret_extra", "expected"),
+    [
+        ({"name": EKS_ARN, "server": ""}, {}, {"cluster": "west-eks", "region": "eu-west-1"}),
+        ({"name": "plain", "server": "https://ABC.yl4.ap-south-1.eks.amazonaws.com"}, {},
+         {"cluster": "plain", "region": "ap-south-1"}),
+        ({"name": "plain", "server": "https://203.0.113.9"}, {}, {"cluster": "plain", "region": "us-east-1"}),
+        ({"name": EKS_ARN, "server": ""}, {"clusterName": "other", "region": "us-west-2"},
+         {"cluster": "other", "region": "us-west-2"}),
+    ],
+)
+def test_aws_cluster_name_and_region_resolution(cluster, secret_extra, expected):
+    aws = ci.load_aws_web_identity(json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r",
+                                               "webIdentityToken": "t", **secret_extra}), WHERE)
+    target = ci.aws_target(aws, cluster, WHERE)
+    assert {k: target[k] for k in ("cluster", "region")} == expected
+    assert target["endpoint"] == f"https://sts.{expected['region']}.amazonaws.com/"
+
+
+@pytest.mark.parametrize("kind", ["google", "aws", "nebius"])
+def test_a_wrong_key_fails_clearly_without_quoting_it(fake_clouds, rsa_key, other_key, kind):
+    register(fake_clouds, rsa_key)
+    identity_type, credential = credential_for(kind, fake_clouds, other_key)
+    if kind == "aws":
+        credential = aws_credential(fake_clouds).replace("web-identity-token-payload", "web-identity-token-payloaX")
+    with pytest.raises(ci.CredentialError) as error:
+        ci.mint(identity_type, credential, WHERE, post_to(fake_clouds), cluster={"name": EKS_ARN, "server": ""})
+    message = str(error.value)
+    assert message.startswith(f"{WHERE}: ")
+    assert ("invalid_grant" in message) if kind != "aws" else ("InvalidIdentityToken" in message)
+    assert_no_secret(message, "payloaX")
+
+
+# --------------------------------------------------------------------------- validation before any network call
+
+
+def _unreachable(url: str, body: bytes) -> bytes:
+    raise AssertionError("a malformed credential must be refused before any network call")
+
+
+def _pem(curve_key) -> str:
+    return pem_private_key(curve_key)
+
+
+BAD = [
+    (ci.GOOGLE, "not json at all", "is not a Google credential"),
+    (ci.GOOGLE, json.dumps(["a"]), "expected a JSON object"),
+    (ci.GOOGLE, json.dumps({"type": "service_account", "client_email": "a@b"}), "lacks private_key"),
+    (ci.GOOGLE, json.dumps({"type": "authorized_user", "client_id": "c", "refresh_token": "r"}), "lacks client_secret"),
+    (ci.GOOGLE, json.dumps({"type": "external_account", "audience": "//iam"}), "type external_account Google"),
+    (ci.GOOGLE, json.dumps({"type": "service_account", "client_email": "a@b",
+                            "private_key": "-----BEGIN PRIVATE KEY-----\nQUJD\n-----END PRIVATE KEY-----\n"}),
+     "private_key is not a PEM private key"),
+    (ci.GOOGLE, json.dumps({"type": "authorized_user", "client_id": "c", "client_secret": "s", "refresh_token": "r",
+                            "token_uri": "http://plain.example/token"}), "token_uri must be an https:// URL"),
+    (ci.AWS, "roleARN: x", "expected a JSON object"),
+    (ci.AWS, json.dumps({"webIdentityToken": "secret-web-token"}), "lacks roleARN"),
+    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r"}), "lacks webIdentityToken"),
+    (ci.AWS, json.dumps({"roleARN": "role/r", "webIdentityToken": "secret-web-token"}),
+     "roleARN is not an IAM role ARN"),
+    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "secret-web-token",
+                         "region": "mars"}), "region is not an AWS region"),
+    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "secret-web-token",
+                         "stsEndpoint": "http://sts"}), "stsEndpoint must be an https:// URL"),
+    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "secret-web-token",
+                         "secretAccessKey": "x"}), "unknown fields secretAccessKey"),
+    (ci.NEBIUS, json.dumps({"foo": 1}), "neither subject-credentials"),
+    (ci.NEBIUS, json.dumps({"subject-credentials": "x"}), "subject-credentials must be a JSON object"),
+    (ci.NEBIUS, json.dumps({"subject-credentials": {"alg": "RS256", "kid": "k", "iss": "a", "sub": "a"}}),
+     "lacks private-key"),
+    (ci.NEBIUS, json.dumps({"subject-credentials": {"alg": "ES256", "private-key": "secret-pem", "kid": "k",
+                                                    "iss": "a", "sub": "a"}}), "subject-credentials.alg: only RS256"),
+    (ci.NEBIUS, json.dumps({"subject-credentials": {"private-key": "secret-pem", "kid": "k", "iss": "a",
+                                                    "sub": "b"}}), "iss and sub must both be"),
+    (ci.NEBIUS, json.dumps({"subject-credentials": {"private-key": "secret-pem", "kid": "k", "iss": "a", "sub": "a"}}),
+     "subject-credentials.private-key is not a PEM private key"),
+    (ci.NEBIUS, json.dumps({"private_key": "secret-pem", "account_id": "a"}), "lacks public_key_id"),
+    (ci.NEBIUS, json.dumps({"private_key": "secret-pem", "account_id": "a", "public_key_id": "k",
+                            "tokenEndpoint": "ftp://x"}), "tokenEndpoint must be an https:// URL"),
+]
+
+
+@pytest.mark.parametrize(("identity_type", "credential", "expected"), BAD)
+def test_a_wrong_shape_is_refused_naming_the_field_before_any_call(identity_type, credential, expected):
+    with pytest.raises(ci.CredentialError) as error:
+        ci.mint(identity_type, credential, WHERE, post=_unreachable, cluster={"name": "c", "server": ""})
+    message = str(error.value)
+    assert message.startswith(f"{WHERE}: ")
+    assert expected in message
+    assert_no_secret(message, "secret-web-token", "secret-pem", "QUJD")
+
+
+def test_an_ec_key_is_refused_as_not_rsa():
+    credential = json.dumps({"subject-credentials": {"private-key": _pem(ec.generate_private_key(ec.SECP256R1())),
+                                                     "kid": "k", "iss": "a", "sub": "a"}})
+    with pytest.raises(ci.CredentialError, match=r"subject-credentials.private-key is not an RSA key"):
+        ci.validate(ci.NEBIUS, credential, WHERE)
+
+
+# --------------------------------------------------------------------------- the exec plugin's cache
+
+
+def test_the_plugin_answers_from_its_cache_and_refreshes_near_expiry(fake_clouds, rsa_key, tmp_path):
+    register(fake_clouds, rsa_key)
+    config = {"type": ci.NEBIUS, "credential": nebius_key(fake_clouds, rsa_key), "where": WHERE,
+              "ca_file": fake_clouds.cert_file, "cluster": {}, "cache": str(tmp_path / "token.json")}
+    now = int(ci.time.time())
+    first = ci.plugin_token(config, now=now)
+    assert stat.S_IMODE(os.stat(config["cache"]).st_mode) == 0o600
+    calls = len(fake_clouds.requests)
+    assert ci.plugin_token(config, now=now + 600) == first  # cached: no new request
+    assert len(fake_clouds.requests) == calls
+    # Within five minutes of expiry a new token is minted (the fake issues unique tokens).
+    ci.store_token(config["cache"], ci.Minted(first.token, now + ci.REFRESH_MARGIN_SECONDS - 1))
+    refreshed = ci.plugin_token(config, now=now)
+    assert refreshed.token != first.token and len(fake_clouds.requests) == calls + 1
+    credential = ci.exec_credential(refreshed)
+    assert credential["kind"] == "ExecCredential" and credential["status"]["token"] == refreshed.token
+
+
+# --------------------------------------------------------------------------- the API stand-in's bearer check
+
+
+def test_the_standin_answers_401_without_the_expected_bearer_token():
+    import urllib.error
+    import urllib.request
+
+    with StandIn(bearer_token="right-token") as standin:
+        def get(token: str | None) -> tuple[int, dict]:
+            request = urllib.request.Request(standin.url + "/api/v1/namespaces")
+            if token:
+                request.add_header("Authorization", f"Bearer {token}")
+            try:
+                with urllib.request.urlopen(request) as response:
+                    return response.status, json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read())
+
+        for token in (None, "wrong-token"):
+            code, status = get(token)
+            assert (code, status["reason"], status["message"]) == (401, "Unauthorized", "Unauthorized")
+        assert get("right-token")[0] == 200
+
+
+# --------------------------------------------------------------------------- module -> kubeconfig -> cluster read
+
+
+def tls_standin(bearer_token, tmp_path: Path) -> StandIn:
+    """A started stand-in behind TLS (the fake clouds' localhost certificate): client-go (helm, kubectl) sends
+    credentials only over TLS (kubernetes/kubectl#744)."""
+    import ssl
+
+    standin = StandIn(bearer_token=bearer_token)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    standin.server.socket = context.wrap_socket(standin.server.socket, server_side=True)
+    return standin.start()
+
+
+def tls_kubeconfig(standin: StandIn, tmp_path: Path, name: str) -> str:
+    config = standin_kubeconfig(standin.url.replace("http://127.0.0.1", "https://localhost"), name=name)
+    config["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(
+        (tmp_path / "cert.pem").read_bytes()).decode()
+    return yaml.safe_dump(config)
+
+
+def _run_module_and_read(tmp_path: Path, standin: StandIn, identity_type: str, credential: str, ca_file: str,
+                         cluster_name: str = "standin") -> subprocess.CompletedProcess[str]:
+    """The servingstack_kubeconfig module, then kubernetes.core.k8s_info with the kubeconfig, under -vvv."""
+    dest = tmp_path / "kubeconfig"
+    play = [{
+        "name": "Authenticate as the cloud identity and read the cluster",
+        "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "tasks": [
+            {"name": "Write the kubeconfig.", "no_log": True, "register": "written",
+             "modelplane.serving.servingstack_kubeconfig": {
+                 "kubeconfig": tls_kubeconfig(standin, tmp_path, cluster_name),
+                 "dest": str(dest), "identity_type": identity_type, "identity_credential": credential,
+                 "identity_path": WHERE, "ca_file": ca_file}},
+            {"name": "Read namespaces as that identity.", "register": "read",
+             "kubernetes.core.k8s_info": {"kubeconfig": str(dest), "kind": "Namespace", "api_version": "v1"}},
+            {"name": "Report.", "ansible.builtin.debug": {
+                "msg": "read {{ read.resources | length }} namespaces as {{ written.authenticated_as }}"}},
+        ],
+    }]
+    path = tmp_path / "play.yml"
+    path.write_text(yaml.safe_dump(play))
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+           "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "ANSIBLE_NOCOLOR": "1"}
+    return subprocess.run(
+        [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
+         "ansible_python_interpreter=" + sys.executable, str(path)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("kind", ["google", "aws", "nebius"])
+def test_each_identity_reads_a_cluster_that_demands_its_token(fake_clouds, rsa_key, tmp_path, kind):
+    register(fake_clouds, rsa_key)
+    identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
+    standin = tls_standin(fake_clouds.accepts, tmp_path)
+    try:
+        result = _run_module_and_read(tmp_path, standin, identity_type, credential, fake_clouds.cert_file,
+                                      cluster_name=EKS_ARN if kind == "aws" else "standin")
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output
+        assert f"namespaces as {identity_type}" in output
+        assert fake_clouds.rejected == []
+        # The kubeconfig's user is the exec plugin; its directory and files are private.
+        dest = tmp_path / "kubeconfig"
+        identity_dir = tmp_path / "kubeconfig.identity"
+        assert stat.S_IMODE(identity_dir.stat().st_mode) == 0o700
+        for path in (dest, *identity_dir.iterdir()):
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+        config = yaml.safe_load(dest.read_text())
+        user_name = config["contexts"][0]["context"]["user"]
+        user = next(u["user"] for u in config["users"] if u["name"] == user_name)
+        assert set(user) == {"exec"}
+        assert user["exec"]["args"] == [str(identity_dir / "plugin.py"), str(identity_dir / "config.json")]
+        # The Python client, run anew, reads through the plugin too.
+        from kubernetes import client as kclient
+        from kubernetes import config as kconfig
+
+        api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=str(dest)))
+        assert api.list_namespace().items is not None
+        # So do the real helm and kubectl (client-go's exec credential support).
+        for tool in (["kubectl", "get", "namespaces"], ["helm", "list", "--all-namespaces", "--output", "json"]):
+            run = subprocess.run([str(BIN / tool[0]), *tool[1:], "--kubeconfig", str(dest)], capture_output=True,
+                                 text=True, timeout=120, check=False, env={**os.environ, "HOME": str(tmp_path)})
+            assert run.returncode == 0, run.stderr
+        assert fake_clouds.rejected == []
+        # A long run: the cached token is about to expire, so the next client gets a freshly minted one.
+        cache = identity_dir / "token.json"
+        stale = json.loads(cache.read_text())
+        ci.store_token(str(cache), ci.Minted(stale["token"], int(ci.time.time()) + 60))
+        minted_before = len(fake_clouds.issued) + len(fake_clouds.sts_credentials)
+        run = subprocess.run([str(BIN / "kubectl"), "get", "namespaces", "--kubeconfig", str(dest)],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode == 0, run.stderr
+        assert len(fake_clouds.issued) + len(fake_clouds.sts_credentials) == minted_before + 1
+        assert json.loads(cache.read_text())["token"] != stale["token"]
+        tokens = [*fake_clouds.issued, *(part for pair in fake_clouds.sts_credentials.values() for part in pair)]
+        assert_no_secret(output, "k8s-aws-v1.", *tokens)
+        assert "PRIVATE" not in dest.read_text()
+    finally:
+        standin.stop()
+
+
+def test_a_wrong_key_through_the_module_fails_clearly_and_shows_no_secret(fake_clouds, rsa_key, other_key, tmp_path):
+    register(fake_clouds, rsa_key)
+    credential = nebius_key(fake_clouds, other_key)
+    with StandIn(bearer_token=fake_clouds.accepts) as standin:
+        result = _run_module_and_read(tmp_path, standin, ci.NEBIUS, credential, fake_clouds.cert_file)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert f"{WHERE}: the token endpoint returned no access_token (invalid_grant)" in output
+    assert "Traceback" not in output
+    key_body = "".join(pem_private_key(other_key).splitlines()[1:-1])
+    for chunk in range(0, len(key_body) - 24, 24):
+        assert key_body[chunk:chunk + 24] not in output
+    assert_no_secret(output)
+    assert not (tmp_path / "kubeconfig").exists()
+
+
+def test_an_unauthenticated_kubeconfig_gets_401_from_the_standin(tmp_path):
+    with StandIn(bearer_token="only-this") as standin:
+        path = standin.write_kubeconfig(tmp_path / "kubeconfig")
+        from kubernetes import client as kclient
+        from kubernetes import config as kconfig
+
+        api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=str(path)))
+        with pytest.raises(kclient.ApiException) as error:
+            api.list_namespace()
+        assert error.value.status == 401
+
+
+def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
+    """The module's copy of cloud_identity.py runs as a plugin: an ExecCredential on stdout, nothing secret in argv."""
+    from ansible_collections.modelplane.serving.plugins.modules import servingstack_kubeconfig as module
+
+    register(fake_clouds, rsa_key)
+    config = {"type": ci.GOOGLE, "credential": google_key(fake_clouds, rsa_key), "where": WHERE,
+              "ca_file": fake_clouds.cert_file, "cluster": {}}
+    seed = ci.Minted("seed-token", 0)  # already expired: the plugin must mint a new one
+    argv = module.write_identity_dir(str(tmp_path / "k.identity"), config, seed)
+    assert all("PRIVATE" not in arg for arg in argv)
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    credential = json.loads(result.stdout)
+    assert credential["apiVersion"] == "client.authentication.k8s.io/v1"
+    assert credential["status"]["token"] in fake_clouds.issued
+
+
+# --------------------------------------------------------------------------- through the servingstack role
+
+
+@pytest.mark.parametrize("kind", ["aws", "nebius"])
+def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, tmp_path, kind):
+    """roles/servingstack credentials.yml -> k8s_info on the target as the identity -> disconnect.yml removes it all."""
+    from kubernetes import client as kclient
+    from kubernetes import config as kconfig
+
+    register(fake_clouds, rsa_key)
+    identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
+    with StandIn() as management, StandIn(bearer_token=fake_clouds.accepts) as target:
+        api = kclient.CoreV1Api(kconfig.new_client_from_config(
+            config_file=str(management.write_kubeconfig(tmp_path / "management"))))
+        api.create_namespace({"metadata": {"name": "platform"}})
+        target_kubeconfig = yaml.safe_dump(standin_kubeconfig(target.url, name=EKS_ARN))
+        for name, key, value in (("west-kubeconfig", "kubeconfig", target_kubeconfig),
+                                 ("west-identity", "credentials.json", credential)):
+            api.create_namespaced_secret("platform", {"metadata": {"name": name}, "stringData": {key: value}})
+        spec = {"secrets": [{"type": "Kubeconfig", "name": "west-kubeconfig", "key": "kubeconfig"},
+                            {"type": identity_type, "name": "west-identity", "key": "credentials.json"}]}
+        play = [{
+            "name": "Credentials through the role", "hosts": "localhost", "connection": "local",
+            "gather_facts": False,
+            "vars": {"servingstack_spec": spec, "servingstack_manifest": {"metadata": {"namespace": "platform"}}},
+            "tasks": [
+                {"name": "Fetch the credentials.", "ansible.builtin.include_role": {
+                    "name": "modelplane.serving.servingstack", "tasks_from": "credentials"}},
+                {"name": "Read the target.", "register": "read", "kubernetes.core.k8s_info": {
+                    "kubeconfig": "{{ servingstack_target_kubeconfig }}", "kind": "Namespace", "api_version": "v1"}},
+                {"name": "Remember the paths.", "ansible.builtin.set_fact": {
+                    "written": "{{ servingstack_target_kubeconfig }}"}},
+                {"name": "Clean up.", "ansible.builtin.include_role": {
+                    "name": "modelplane.serving.servingstack", "tasks_from": "disconnect"}},
+                {"name": "Report.", "ansible.builtin.debug": {"msg": "wrote {{ written }}"}},
+            ],
+        }]
+        (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+               "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+               "K8S_AUTH_KUBECONFIG": str(tmp_path / "management"), "ANSIBLE_NOCOLOR": "1",
+               # The role passes no CA file: the fake clouds' CA is trusted the way a private CA would be.
+               "SSL_CERT_FILE": fake_clouds.cert_file}
+        result = subprocess.run(
+            [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
+             "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert fake_clouds.rejected == [] and (fake_clouds.issued or fake_clouds.sts_credentials)
+    written = re.search(r"wrote (/\S+?\.kubeconfig)\b", output).group(1)
+    assert not Path(written).exists()
+    assert not Path(written + ".identity").exists()
+    assert_no_secret(output, "k8s-aws-v1.", *fake_clouds.issued)

@@ -1,0 +1,99 @@
+"""status.py: conditions, components, error summaries and why the gateway address is pending."""
+
+from __future__ import annotations
+
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
+
+PLAN = [{"name": "cert_manager", "version": "v1.21.1"}, {"name": "trust_manager", "version": "v0.24.0"},
+        {"name": "envoy_gateway", "version": "v1.8.4"}]
+NOW, LATER = "2026-12-02T21:00:00Z", "2026-12-02T22:00:00Z"
+
+
+def by_type(conditions):
+    return {condition["type"]: condition for condition in conditions}
+
+
+def test_all_converged_with_an_address_is_ready():
+    found = by_type(status.merge_conditions(None, status.wanted_conditions(PLAN, {}, "203.0.113.10", ""), 4, NOW))
+    assert found["Ready"] == {"type": "Ready", "status": "True", "reason": "Available", "observedGeneration": 4,
+                              "lastTransitionTime": NOW,
+                              "message": "every component converged and the gateway is at 203.0.113.10"}
+    assert (found["Synced"]["status"], found["Synced"]["reason"]) == ("True", "Converged")
+
+
+def test_a_failed_component_is_named_in_reason_and_message():
+    failed = {"trust_manager": "not converged: cert_manager (failed)",
+              "cert_manager": "Failure when executing Helm command. Exited 1.\nstdout: \n"
+                              "stderr: Error: context deadline"}
+    found = by_type(status.wanted_conditions(PLAN, failed, "203.0.113.10", ""))
+    assert found["Ready"]["status"] == found["Synced"]["status"] == "False"
+    assert found["Ready"]["reason"] == "CertManagerFailed"  # the first failed in plan order
+    assert found["Ready"]["message"] == ("cert_manager: Error: context deadline; "
+                                         "trust_manager: not converged: cert_manager (failed)")
+
+
+def test_a_pending_address_is_not_ready_and_says_why():
+    found = by_type(status.wanted_conditions(PLAN, {}, None, "no load balancer"))
+    assert (found["Ready"]["status"], found["Ready"]["reason"], found["Ready"]["message"]) == \
+        ("False", "GatewayAddressPending", "no load balancer")
+    assert found["Synced"]["status"] == "True"
+
+
+def test_the_transition_time_stays_while_the_status_does():
+    first = status.merge_conditions(None, status.wanted_conditions(PLAN, {}, None, "x"), 1, NOW)
+    again = by_type(status.merge_conditions(first, status.wanted_conditions(PLAN, {}, None, "y"), 2, LATER))
+    assert again["Ready"]["lastTransitionTime"] == NOW and again["Ready"]["message"] == "y"
+    assert again["Ready"]["observedGeneration"] == 2
+    flipped = by_type(status.merge_conditions(first, status.wanted_conditions(PLAN, {}, "1.2.3.4", ""), 2, LATER))
+    assert flipped["Ready"]["lastTransitionTime"] == LATER and flipped["Synced"]["lastTransitionTime"] == NOW
+
+
+def test_components_keep_the_last_installed_version_of_a_failed_one():
+    previous = [{"name": "cert_manager", "version": "v1.20.0", "ready": True}]
+    assert status.components_status(PLAN, {"cert_manager": "x", "trust_manager": "y"}, previous) == [
+        {"name": "cert_manager", "version": "v1.20.0", "ready": False},
+        {"name": "trust_manager", "ready": False},
+        {"name": "envoy_gateway", "version": "v1.8.4", "ready": True},
+    ]
+
+
+def test_error_summaries_drop_credentials():
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----"
+    assert status.error_summary(f"{pem} bad") == "<redacted> bad"
+    assert status.error_summary("Unauthorized: Bearer abc.def") == "Unauthorized: Bearer <redacted>"
+    assert status.error_summary("helm --kube-token s3cret failed") == "helm --kube-token <redacted> failed"
+    assert status.error_summary('values: {"password": "hunter2", "x": 1}') == \
+        'values: {"password": "<redacted>", "x": 1}'
+    assert status.error_summary("data " + "QUJD" * 20) == "data <redacted>"
+    assert status.error_summary("\n\nfirst\nsecond") == "first"
+    assert status.error_summary(None) == "failed"
+    assert len(status.error_summary("x " * 500)) == status.SUMMARY_MAX
+
+
+def service(ingress=None, kind="LoadBalancer"):
+    return {"metadata": {"name": "envoy-gw", "namespace": "envoy-gateway-system"}, "spec": {"type": kind},
+            "status": {"loadBalancer": {"ingress": ingress} if ingress else {}}}
+
+
+def gateway(programmed=None, message=""):
+    conditions = [] if programmed is None else [{"type": "Programmed", "status": programmed, "message": message,
+                                                 "reason": "AddressNotAssigned"}]
+    return {"metadata": {"name": "inference-gateway", "namespace": "gw"}, "status": {"conditions": conditions}}
+
+
+def test_the_pending_address_says_why():
+    assert "does not exist" in status.address_pending(None, [])
+    message = status.address_pending(gateway("False", "No addresses have been assigned"), [service()])
+    assert message.startswith("the LoadBalancer Service envoy-gateway-system/envoy-gw of the Gateway has no ingress")
+    assert "no load-balancer controller" in message
+    assert status.address_pending(gateway("False", "Invalid listener"), [service([{"ip": "1.2.3.4"}])]) == \
+        "the Gateway gw/inference-gateway is not Programmed: Invalid listener"
+    assert status.address_pending(gateway("False", ""), [service(kind="ClusterIP")]).endswith(
+        "is not Programmed: AddressNotAssigned")
+    assert "not Programmed yet" in status.address_pending(gateway(), [])
+    assert "has no Service yet" in status.address_pending(gateway("True"), [])
+
+
+def test_camel_reasons():
+    assert status.camel("cert_manager") == "CertManager"
+    assert status.camel("nvidia_dra") == "NvidiaDra"
