@@ -5,14 +5,17 @@ that directory over HTTP on 127.0.0.1 (a random port, ``http.server`` in a daemo
 (``url``, ``directory``, ``charts``). The server stops at the end of the session, or after ``TEST_CHARTS_LIFETIME``
 seconds (default 3600) if the session outlives that, so a stuck run never leaves it behind.
 
-Not wired into ``tests/conftest.py`` yet: import the fixture (``from fixtures import chart_repo``, with this folder on
-``sys.path``) or load this file by path, as ``test_charts.py`` does. It skips, with the reason, only when
+``shared_repo()`` does the same once per process for the playbook tests, the demo and the benchmarks (they point
+``servingstack_chart_mirror`` at its URL); it stops at exit. Both skip, with the reason, only when
 ``<repo>/../shared/upstream`` is absent. ``TEST_CHARTS_HELM`` picks the helm binary (default ``.venv/bin/helm``).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
+import tempfile
 import http.server
 import importlib.util
 import os
@@ -106,3 +109,24 @@ def chart_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChartRepo]:
         yield ChartRepo(server.url, directory, tuple(built))
     finally:
         server.stop()
+
+
+_shared: ChartRepo | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_repo() -> ChartRepo:
+    """Every test chart built and served once per process (the playbook tests' chart mirror), stopped at exit.
+
+    Skips the calling test, saying why, where ``../shared/upstream`` is absent."""
+    global _shared  # pylint: disable=global-statement
+    skip_without_upstream()
+    with _shared_lock:
+        if _shared is None:
+            directory = Path(tempfile.mkdtemp(prefix="test-charts-"))
+            server = serve(directory, float(os.environ.get("TEST_CHARTS_LIFETIME", DEFAULT_LIFETIME)))
+            atexit.register(shutil.rmtree, directory, True)
+            atexit.register(server.stop)
+            built = load_build().build(directory, helm=helm_binary(), url=server.url, upstream=upstream_dir())
+            _shared = ChartRepo(server.url, directory, tuple(built))
+        return _shared

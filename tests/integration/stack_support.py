@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = REPO.parent / "shared" / "upstream"
+CHARTS = REPO / "testing" / "charts"
 
 SITE = REPO / "playbooks" / "site.yml"
 TEARDOWN = REPO / "playbooks" / "teardown.yml"
@@ -36,11 +38,22 @@ def manifest(path: Path = EXAMPLE, **spec_changes: Any) -> dict[str, Any]:
     return doc
 
 
+def chart_mirror() -> str:
+    """URL of the test charts' repository (testing/charts), built and served once per test process."""
+    if str(CHARTS) not in sys.path:
+        sys.path.insert(0, str(CHARTS))
+    from fixtures import shared_repo  # testing/charts/fixtures.py
+
+    return shared_repo().url
+
+
 def stack_vars(cluster: Any, definition: dict[str, Any] | None = None, **more: Any) -> dict[str, Any]:
-    """Extra vars for site.yml/teardown.yml against ``cluster`` (direct kubeconfig, offline CRD URLs)."""
+    """Extra vars for site.yml/teardown.yml against ``cluster``: direct kubeconfig, the test charts as the chart
+    mirror (real helm installs them), offline CRD URLs."""
     return {
         "servingstack_definition": definition or manifest(),
         "servingstack_kubeconfig": cluster.kubeconfig,
+        "servingstack_chart_mirror": chart_mirror(),
         "envoy_gateway_inference_crds_url": [path.as_uri() for path in GAIE_CRD_FILES],
         **more,
     }

@@ -15,6 +15,7 @@ from stack_support import (
     SITE,
     STATUS,
     TEARDOWN,
+    chart_mirror,
     UPSTREAM,
     get,
     listed,
@@ -58,8 +59,12 @@ def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
     """site.yml converges components in parallel; a failure holds back what needs it, not the rest."""
     private_tmp = cluster.workdir / "tmp-failed-component"
     private_tmp.mkdir()
-    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster),
-                                  env={"HELM_DOUBLE_FAIL": "mp-cert-manager", "TMPDIR": str(private_tmp)})
+    # An admission webhook denies cert-manager's Deployments: its atomic install fails and is rolled back.
+    allow = cluster.api.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
+    try:
+        result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), env={"TMPDIR": str(private_tmp)})
+    finally:
+        allow()
     assert result.rc != 0, output(result)
     # The last play ran after the failure: the components' marker directory is gone.
     assert [path.name for path in private_tmp.iterdir() if path.name.startswith("servingstack-run-")] == []
@@ -79,7 +84,11 @@ def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
 
 
 def test_a_failed_install_leaves_nothing_half_recorded(cluster):
-    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), env={"HELM_DOUBLE_FAIL": "mp-trust-manager"})
+    allow = cluster.api.deny_writes("Deployment", "cert-manager", "trust-manager")
+    try:
+        result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
+    finally:
+        allow()
     assert result.rc != 0, output(result)
     found = releases(cluster)
     # --atomic uninstalled the failed release; the one before it is complete.
@@ -113,8 +122,10 @@ def test_converge_installs_every_release_and_the_gateway(cluster):
         assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}.get("Established") == "True", crd
     bundle = get(cluster, "trust.cert-manager.io/v1alpha1", "Bundle", "mp-gateway-ca")
     assert bundle["spec"]["sources"] == [{"secret": {"name": "mp-gateway-ca", "key": "ca.crt"}}]
-    # No hostname: plain HTTP, no certificates, the status has an address and no CA.
-    assert listed(cluster, "cert-manager.io/v1", "Certificate") == []
+    # No hostname: plain HTTP, no certificates of the gateway's, the status has an address and no CA. (trust-manager's
+    # chart brings its own webhook Certificate in its namespace: that one is its release's.)
+    assert [cert["metadata"]["name"] for cert in listed(cluster, "cert-manager.io/v1", "Certificate")
+            if "meta.helm.sh/release-name" not in cert["metadata"].get("annotations", {})] == []
     assert "address: " in result.stdout and "caCertificate" not in result.stdout
 
 
@@ -246,7 +257,8 @@ def test_a_users_release_of_the_same_chart_is_refused_unless_adopted(cluster):
     cluster_env = cluster.env
     import subprocess
 
-    subprocess.run(["helm", "install", "my-lws", "oci://registry.k8s.io/lws/charts/lws", "--version", "v0.8.0",
+    # The user's own release, with the real helm, of the same (test) chart.
+    subprocess.run(["helm", "install", "my-lws", "lws", "--repo", chart_mirror(), "--version", "v0.8.0",
                     "-n", "user-lws", "--create-namespace"], env=cluster_env, check=True, capture_output=True)
     bumped = manifest(versions={"certManager": "v1.21.0", "envoyGateway": "v1.8.4"})
     refused = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped))
@@ -277,12 +289,13 @@ def crd_names(cluster) -> set[str]:
 
 
 def helm_calls(log: Path) -> list[list[str]]:
-    return [json.loads(line)["argv"] for line in log.read_text().splitlines()] if log.exists() else []
+    """The arguments of every helm process a run started (ClusterHandle.helm_spy)."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def test_teardown_leaves_no_release_or_object_of_ours(cluster, tmp_path):
     log = tmp_path / "helm.log"
-    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster), env={"HELM_DOUBLE_LOG": str(log)})
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster), env=cluster.helm_spy(log))
     assert result.rc == 0, output(result)
     # Without servingstack_remove_crds no chart is even asked for its CRDs.
     assert [argv for argv in helm_calls(log) if argv[:1] == ["show"]] == [], helm_calls(log)
@@ -328,13 +341,14 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(fres
     log = tmp_path / "helm.log"
     remove = stack_vars(cluster, servingstack_remove_crds=True)
     rv = cluster.api.rv
-    preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env={"HELM_DOUBLE_LOG": str(log)})
+    preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env=cluster.helm_spy(log))
     assert preview.rc == 0, output(preview)
     assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(preview)}"
     shown = [argv for argv in helm_calls(log) if argv[:2] == ["show", "crds"]]
     # Check mode reads every installed release's chart (read-only) to preview the deletions.
     assert len(shown) == len(STANDARD_RELEASES) and all("--version" in argv for argv in shown), shown
-    assert "oci://registry.k8s.io/lws/charts/lws" in {argv[2] for argv in shown}, shown
+    # Through the chart mirror: charts by name from the test charts' repository.
+    assert {argv[2] for argv in shown} >= {"lws", "cert-manager"} and all("--repo" in argv for argv in shown), shown
 
     result = cluster.run_playbook(TEARDOWN, extra_vars=remove)
     assert result.rc == 0, output(result)
@@ -343,7 +357,7 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(fres
 
     rv = cluster.api.rv
     log.unlink()
-    again = cluster.run_playbook(TEARDOWN, extra_vars=remove, env={"HELM_DOUBLE_LOG": str(log)})
+    again = cluster.run_playbook(TEARDOWN, extra_vars=remove, env=cluster.helm_spy(log))
     assert again.rc == 0, output(again)
     assert again.changed == 0, output(again)
     assert cluster.api.rv == rv, write_verbs(again)

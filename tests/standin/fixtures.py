@@ -22,7 +22,6 @@ from .auth import BearerCheck
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
-HELM_DOUBLE = REPO / "tests" / "helm_double" / "helm.py"
 RECAP = re.compile(r"^(\S+)\s*:\s*((?:\w+=\d+\s*)+)$")
 
 
@@ -67,24 +66,39 @@ class ClusterHandle:
         self.url = standin.url
         self.controllers = standin.controllers
         self.api = standin.cluster
-        bindir = workdir / "bin"
-        bindir.mkdir(exist_ok=True)
-        wrapper = bindir / "helm"
-        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{HELM_DOUBLE}" "$@"\n')
-        wrapper.chmod(0o755)
         cache = workdir / "kube-cache"
         self.env: dict[str, str] = {
             **os.environ,
             "KUBECONFIG": self.kubeconfig,
             "K8S_AUTH_KUBECONFIG": self.kubeconfig,
             "KUBECACHEDIR": str(cache),
-            "PATH": f"{bindir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            # The real helm and kubectl (tools/install_kube_binaries.py) come first.
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            # helm's own configuration and caches stay in this cluster's workdir, never the user's ~/.config/helm.
+            "HELM_CONFIG_HOME": str(workdir / "helm" / "config"),
+            "HELM_CACHE_HOME": str(workdir / "helm" / "cache"),
+            "HELM_DATA_HOME": str(workdir / "helm" / "data"),
             "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
             "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
             "ANSIBLE_FORCE_COLOR": "0",
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_LOCAL_TEMP": str(workdir / "ansible-tmp"),
         }
+
+    def helm_spy(self, log: Path) -> dict[str, str]:
+        """Environment under which every helm process appends its arguments (a JSON list, without the binary) to
+        ``log``, then runs as the real helm: a spy in front of .venv/bin/helm, which it never replaces."""
+        spy = self.workdir / "helm-spy"
+        spy.mkdir(exist_ok=True)
+        script = spy / "helm"
+        script.write_text(f"""#!{sys.executable}
+import json, os, sys
+with open(os.environ["HELM_SPY_LOG"], "a", encoding="utf-8") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]])
+""")
+        script.chmod(0o755)
+        return {"PATH": f"{spy}{os.pathsep}{self.env['PATH']}", "HELM_SPY_LOG": str(log)}
 
     def client(self) -> Any:
         """A kubernetes ApiClient configured for this stand-in."""

@@ -169,8 +169,9 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/openapi/v2":
             accept = self.headers.get("Accept", "")
             if "protobuf" in accept and "json" not in accept.split(",")[0]:
-                # An empty protobuf Document: kubectl finds no schema and skips client-side validation.
-                self._send(200, b"", content_type="application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+                # An empty protobuf Document: kubectl finds no schema and skips client-side validation. The type is
+                # what kube-openapi answers with (no "@": Go's mime parser refuses the Accept spelling).
+                self._send(200, b"", content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
             else:
                 self._send(200, {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.34.2"},
                                  "paths": {}, "definitions": {}})

@@ -124,6 +124,8 @@ class Cluster:
         self.events: deque[tuple[int, tuple[str, str], str, dict[str, Any], dict[str, Any] | None]] = deque()
         self.cel = CelRules()
         self.hooks: list[Callable[[str, ResourceType, dict[str, Any]], None]] = []
+        # (kind, namespace, name prefix, reason): writes an admission webhook would deny (see deny_writes).
+        self.denials: list[tuple[str, str | None, str, str]] = []
         self.closed = False
         self._ips = itertools.count(1)
         for rt in BUILTIN:
@@ -222,9 +224,32 @@ class Cluster:
                             "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
                                         "message": f"namespace {ns} is being terminated"}]})
 
+    def deny_writes(self, kind: str, namespace: str | None = None, name: str = "",
+                    reason: str = "denied by the test") -> Callable[[], None]:
+        """Deny every create and update of ``kind`` in ``namespace`` (None: any) whose name starts with ``name``, as a
+        validating admission webhook does (403, "admission webhook ... denied the request"), until the returned
+        function is called."""
+        entry = (kind, namespace, name, reason)
+        with self.lock:
+            self.denials.append(entry)
+
+        def allow() -> None:
+            with self.lock:
+                if entry in self.denials:
+                    self.denials.remove(entry)
+        return allow
+
+    def _deny(self, rt: ResourceType, ns: str | None, name: str) -> None:
+        for kind, namespace, prefix, reason in self.denials:
+            if kind == rt.kind and namespace in (None, ns) and name.startswith(prefix):
+                raise APIError(403, "Forbidden", f'admission webhook "deny.standin.test" denied the request: {reason}',
+                               {"name": name, "kind": rt.plural})
+
     def _admit(self, rt: ResourceType, ns: str | None, body: Any, old: dict[str, Any] | None,
                sub: str | None, strict: bool, warnings: list[str]) -> dict[str, Any]:
         """Turn a request body into the object to store (defaults, status rules, validation)."""
+        if self.denials and sub is None and isinstance(body, dict):
+            self._deny(rt, ns, str((body.get("metadata") or {}).get("name", "")))
         if not isinstance(body, dict):
             raise APIError(400, "BadRequest", "the body of the request must be a JSON object")
         new = copy.deepcopy(body)

@@ -133,6 +133,13 @@ def crd_conflicts(releases: list[dict[str, Any]], crds: list[dict[str, Any]]) ->
     return lines
 
 
+def source_flags(source: dict[str, Any]) -> list[str]:
+    """helm CLI flags for a chart mirror's TLS settings (a release's ``chart_source``; credentials go by login)."""
+    flags = [f"--ca-file={source['ca_file']}"] if source.get("ca_file") else []
+    flags += ["--insecure-skip-tls-verify"] if source.get("insecure_skip_tls_verify") else []
+    return flags + (["--plain-http"] if source.get("plain_http") else [])
+
+
 def show_crds_commands(found: list[dict[str, Any]], releases: list[dict[str, Any]],
                        binary: str = "helm") -> list[dict[str, Any]]:
     """``{name, argv}`` of ``helm show crds`` for each installed release in ``found`` that is one of ``releases``.
@@ -154,6 +161,7 @@ def show_crds_commands(found: list[dict[str, Any]], releases: list[dict[str, Any
         argv = [binary, "show", "crds", release["chart_ref"], "--version", str(version)]
         if release.get("chart_repo_url"):
             argv += ["--repo", release["chart_repo_url"]]
+        argv += source_flags(release.get("chart_source") or {})
         commands.append({"name": record["name"], "argv": argv})
     return commands
 

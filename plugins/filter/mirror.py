@@ -1,0 +1,46 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Filters that point a ServingStack plan's charts at a chart mirror (servingstack_chart_mirror)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import mirror
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import COMPONENTS
+
+CHARTS = tuple(chart.name for component in COMPONENTS for chart in component.charts)
+
+
+def _parsed(setting: Any) -> mirror.Mirror | None:
+    try:
+        return mirror.parse(setting, CHARTS)
+    except mirror.MirrorError as error:
+        raise AnsibleFilterError("; ".join(error.problems)) from None
+
+
+def servingstack_chart_mirror(plan: list[dict[str, Any]], setting: Any) -> list[dict[str, Any]]:
+    """The plan with each release's chart_ref/chart_repo_url/chart_source taken from the mirror setting."""
+    return mirror.apply(plan, _parsed(setting))
+
+
+def servingstack_chart_logins(setting: Any) -> list[dict[str, Any]]:
+    """The mirror's logins (helm repo add / registry login), credentials included: use under no_log."""
+    return mirror.logins(_parsed(setting))
+
+
+def servingstack_chart_environment(setting: Any, directory: str) -> dict[str, str]:
+    """Helm's private repository/registry configuration under ``directory`` when the mirror has credentials."""
+    return mirror.helm_environment(_parsed(setting), directory)
+
+
+class FilterModule:
+    """modelplane.serving chart mirror filters."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "servingstack_chart_mirror": servingstack_chart_mirror,
+            "servingstack_chart_logins": servingstack_chart_logins,
+            "servingstack_chart_environment": servingstack_chart_environment,
+        }
