@@ -17,9 +17,12 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-# ansible 12.x is the newest community package that installs on Python 3.11
-# (ansible-core 2.20 needs 3.12); it ships kubernetes.core 6.x.
-ANSIBLE_WHEEL_SPEC = "ansible>=11,<13"
+# The community package only carries the collection here: it is downloaded, never installed, so its own
+# Python floor (3.12 for ansible 13+) does not apply and pip is told to fetch the 3.12 wheel. ansible 14.5.0
+# ships kubernetes.core 6.6.0, the first 6.x whose helm modules work with helm 4 (no `helm list --all`,
+# --rollback-on-failure for atomic; kubernetes.core#1090, #1144); 6.2.0 fails every change under helm 4.
+ANSIBLE_WHEEL = "ansible==14.5.0"
+ANSIBLE_WHEEL_SHA256 = "245623ccc2d31d0f6f4bdb63168d550cad305fb032cc43d96e8f61ce8ab0ba84"
 WANTED = ("kubernetes/core",)
 
 
@@ -36,6 +39,13 @@ def extract(wheel: Path, dest: Path, wanted: tuple[str, ...] = WANTED) -> list[s
                 archive.extract(name, dest)
             done.append(collection.replace("/", "."))
     return done
+
+
+def requirement(directory: Path) -> str:
+    """A requirements file pinning the ansible wheel by hash (pip checks it before anything is extracted)."""
+    path = directory / "requirements.txt"
+    path.write_text(f"{ANSIBLE_WHEEL} --hash=sha256:{ANSIBLE_WHEEL_SHA256}\n")
+    return str(path)
 
 
 def link_self(dest: Path, repo: Path) -> Path:
@@ -57,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     if not marker.exists():
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                 "--only-binary=:all:", "--dest", tmp, ANSIBLE_WHEEL_SPEC],
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
+                 "--only-binary=:all:", "--python-version", "3.12", "--dest", tmp, "-r", requirement(Path(tmp))],
                 check=True,
             )
             wheel = next(Path(tmp).glob("ansible-*.whl"))

@@ -25,6 +25,11 @@ def servingstack_chart_mirror(plan: list[dict[str, Any]], setting: Any) -> list[
     return mirror.apply(plan, _parsed(setting))
 
 
+def helm_release_mirrored(releases: list[dict[str, Any]], setting: Any) -> list[dict[str, Any]]:
+    """A helm_release entry list with each chart taken from the mirror setting."""
+    return mirror.apply_releases(releases or [], _parsed(setting))
+
+
 def servingstack_chart_logins(setting: Any) -> list[dict[str, Any]]:
     """The mirror's logins (helm repo add / registry login), credentials included: use under no_log."""
     return mirror.logins(_parsed(setting))
@@ -42,5 +47,6 @@ class FilterModule:
         return {
             "servingstack_chart_mirror": servingstack_chart_mirror,
             "servingstack_chart_logins": servingstack_chart_logins,
+            "helm_release_mirrored": helm_release_mirrored,
             "servingstack_chart_environment": servingstack_chart_environment,
         }

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import atexit
 import functools
-import shutil
-import tempfile
 import http.server
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass

@@ -1,7 +1,8 @@
 """The Molecule `default` scenario, run for real against the Kubernetes API stand-in.
 
-`molecule test -s default` converges the example ServingStack, checks idempotence (a second
-converge must report no change), verifies the gateway and releases, and tears the stack down.
+`molecule test -s default` converges the example ServingStack with the real helm and the test charts,
+checks idempotence (a second converge must report no change), verifies the gateway and releases, and
+tears the stack down.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
+from stack_support import chart_mirror
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -25,6 +27,8 @@ def test_molecule_default_scenario_passes_against_the_standin(cluster, tmp_path)
         **os.environ,
         **cluster.env,
         "MOLECULE_EPHEMERAL_DIRECTORY": str(tmp_path / "molecule"),
+        # The real helm (on cluster.env's PATH) installs the test charts from this repository.
+        "SERVINGSTACK_CHART_MIRROR": chart_mirror(),
         "ANSIBLE_FORCE_COLOR": "0",
         "NO_COLOR": "1",
     }

@@ -1,9 +1,9 @@
 """The roles nfd, nvidia_dra, lws, grove_kai, modelexpress and prometheus, each used alone.
 
-Every role runs in a one-role playbook against the Kubernetes API stand-in (with the helm double on
-PATH): present, a second run that changes nothing, absent, and absent again (a no-op). The stand-in
-validates every object against its upstream CRD schema and the helm double rejects values keys the
-chart does not have, so a converge that succeeds proves both.
+Every role runs in a one-role playbook against the Kubernetes API stand-in, with the real helm installing the test
+charts (testing/charts) through servingstack_chart_mirror: present, a second run that changes nothing, absent, and
+absent again (a no-op). The stand-in validates every object against its upstream CRD schema; the values keys are
+checked against the charts' values files in tests/unit/test_role_values.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stack_support import chart_mirror
 
 pytestmark = [pytest.mark.playbook, pytest.mark.slow]
 
@@ -33,6 +34,12 @@ def one_role_playbook(directory: Path, role: str) -> Path:
 """
     )
     return path
+
+
+def run(cluster: Any, playbook: Path, *, extra_vars: dict[str, Any] | None = None, **options: Any) -> Any:
+    """The playbook on ``cluster``, with the test charts as the chart mirror (the roles read servingstack_*)."""
+    mirrored = {"servingstack_chart_mirror": chart_mirror(), **(extra_vars or {})}
+    return cluster.run_playbook(playbook, extra_vars=mirrored, **options)
 
 
 def ok(result: Any, what: str) -> Any:
@@ -77,17 +84,17 @@ def cycle(
     Roles that only hand their releases to modelplane.serving.helm_release skip the repeated teardown:
     that is helm_release's behaviour, tested with the full stack."""
     playbook = one_role_playbook(tmp_path, role)
-    first = ok(cluster.run_playbook(playbook, extra_vars=extra), f"{role} present")
+    first = ok(run(cluster, playbook, extra_vars=extra), f"{role} present")
     assert first.changed > 0, f"{role}: the first run must change something"
     present()
-    second = ok(cluster.run_playbook(playbook, extra_vars=extra), f"{role} present again")
+    second = ok(run(cluster, playbook, extra_vars=extra), f"{role} present again")
     assert second.changed == 0, f"{role}: second run changed {second.recap}\n{second.stdout[-4000:]}"
-    gone = ok(cluster.run_playbook(playbook, extra_vars={**extra, f"{role}_state": "absent"}), f"{role} absent")
+    gone = ok(run(cluster, playbook, extra_vars={**extra, f"{role}_state": "absent"}), f"{role} absent")
     assert gone.changed > 0
     absent()
     if not absent_again:
         return
-    again = ok(cluster.run_playbook(playbook, extra_vars={**extra, f"{role}_state": "absent"}), f"{role} absent again")
+    again = ok(run(cluster, playbook, extra_vars={**extra, f"{role}_state": "absent"}), f"{role} absent again")
     assert again.changed == 0, f"{role}: re-running teardown changed {again.recap}\n{again.stdout[-4000:]}"
 
 
@@ -153,12 +160,12 @@ def test_nvidia_dra_driver_root_adds_and_removes_the_quota(cluster, tmp_path):
     gke = {"servingstack_spec": {"nvidiaDriverRoot": GKE_ROOT}}
 
     # Check mode with --diff on a fresh cluster writes nothing.
-    ok(cluster.run_playbook(playbook, extra_vars=gke, check=True, diff=True), "check mode")
+    ok(run(cluster, playbook, extra_vars=gke, check=True, diff=True), "check mode")
     assert kube_object(cluster, "resourcequota", quota, namespace) is None
     assert release_values(cluster, release, namespace) is None
 
     # GKE: the driver root reaches the chart and the quota admits system-critical pods.
-    first = ok(cluster.run_playbook(playbook, extra_vars=gke), "GKE driver root")
+    first = ok(run(cluster, playbook, extra_vars=gke), "GKE driver root")
     assert first.changed > 0
     values = release_values(cluster, release, namespace)
     assert values is not None
@@ -170,24 +177,24 @@ def test_nvidia_dra_driver_root_adds_and_removes_the_quota(cluster, tmp_path):
     [expression] = found["spec"]["scopeSelector"]["matchExpressions"]
     assert expression["scopeName"] == "PriorityClass"
     assert sorted(expression["values"]) == ["system-cluster-critical", "system-node-critical"]
-    again = ok(cluster.run_playbook(playbook, extra_vars=gke), "GKE driver root again")
+    again = ok(run(cluster, playbook, extra_vars=gke), "GKE driver root again")
     assert again.changed == 0, again.stdout[-4000:]
 
     # Back to /: neither the value nor the quota remains.
     root = {"servingstack_spec": {"nvidiaDriverRoot": "/"}}
-    ok(cluster.run_playbook(playbook, extra_vars=root), "driver root /")
+    ok(run(cluster, playbook, extra_vars=root), "driver root /")
     values = release_values(cluster, release, namespace)
     assert values is not None and "nvidiaDriverRoot" not in values
     assert kube_object(cluster, "resourcequota", quota, namespace) is None
-    again = ok(cluster.run_playbook(playbook, extra_vars=root), "driver root / again")
+    again = ok(run(cluster, playbook, extra_vars=root), "driver root / again")
     assert again.changed == 0, again.stdout[-4000:]
 
     # Teardown (from the GKE setting, so the quota has to go too), twice.
-    ok(cluster.run_playbook(playbook, extra_vars={**gke}), "GKE driver root before teardown")
-    ok(cluster.run_playbook(playbook, extra_vars={**gke, "nvidia_dra_state": "absent"}), "absent")
+    ok(run(cluster, playbook, extra_vars={**gke}), "GKE driver root before teardown")
+    ok(run(cluster, playbook, extra_vars={**gke, "nvidia_dra_state": "absent"}), "absent")
     assert release_values(cluster, release, namespace) is None
     assert kube_object(cluster, "resourcequota", quota, namespace) is None
-    repeat = ok(cluster.run_playbook(playbook, extra_vars={**gke, "nvidia_dra_state": "absent"}), "absent again")
+    repeat = ok(run(cluster, playbook, extra_vars={**gke, "nvidia_dra_state": "absent"}), "absent again")
     assert repeat.changed == 0, repeat.stdout[-4000:]
 
 
@@ -197,7 +204,7 @@ def test_nvidia_dra_driver_root_adds_and_removes_the_quota(cluster, tmp_path):
 def test_grove_kai_alone(cluster, tmp_path):
     playbook = one_role_playbook(tmp_path, "grove_kai")
     # Check mode on a fresh cluster: no Queue CRD yet, and nothing is written.
-    ok(cluster.run_playbook(playbook, extra_vars=DYNAMO, check=True, diff=True), "check mode")
+    ok(run(cluster, playbook, extra_vars=DYNAMO, check=True, diff=True), "check mode")
     assert release_values(cluster, "mp-kai-scheduler", "kai-scheduler") is None
 
     def present() -> None:
@@ -261,7 +268,7 @@ def test_modelexpress_alone(cluster, tmp_path):
 
     # Check mode with --diff on a fresh cluster writes nothing.
     ok(
-        cluster.run_playbook(one_role_playbook(tmp_path, "modelexpress"), extra_vars=extra, check=True, diff=True),
+        run(cluster, one_role_playbook(tmp_path, "modelexpress"), extra_vars=extra, check=True, diff=True),
         "check",
     )
     assert kube_object(cluster, "namespace", namespace) is None
@@ -271,6 +278,6 @@ def test_modelexpress_alone(cluster, tmp_path):
 
     playbook = one_role_playbook(tmp_path, "modelexpress")
     opt_in = {**extra, "modelexpress_state": "absent", "modelexpress_remove_crds": True}
-    ok(cluster.run_playbook(playbook, extra_vars=opt_in), "absent with CRDs")
+    ok(run(cluster, playbook, extra_vars=opt_in), "absent with CRDs")
     assert kube_object(cluster, "crd", "modelmetadatas.modelexpress.nvidia.com") is None
     assert kube_object(cluster, "crd", "modelcacheentries.modelexpress.nvidia.com") is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from stack_support import REPO, UPSTREAM, get, manifest
+from stack_support import REPO, UPSTREAM, chart_mirror, get, manifest
 
 pytestmark = [
     pytest.mark.playbook,
@@ -106,13 +106,19 @@ def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluste
         "name": "Converge with the role alone.", "hosts": "localhost", "gather_facts": False,
         "roles": [{"role": "modelplane.serving.servingstack"}],
     }]))
-    result = cluster.run_playbook(playbook, env={"HELM_DOUBLE_FAIL": "mp-cert-manager"}, extra_vars={
-        "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform"})
+    # An admission webhook denies cert-manager's Deployments: its atomic install fails and is rolled back.
+    allow = cluster.api.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
+    try:
+        result = cluster.run_playbook(playbook, extra_vars={
+            "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform",
+            "servingstack_chart_mirror": chart_mirror()})
+    finally:
+        allow()
     assert result.rc != 0, result.stdout[-4000:]
     assert "cert-manager did not converge" in result.stdout, result.stdout[-4000:]
     status = get(cluster, API, "ServingStack", "west-gke-stack", "platform")["status"]
     ready = {condition["type"]: condition for condition in status["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "CertManagerFailed"), ready
-    assert ready["message"].startswith("cert_manager: Error: ") and "context deadline exceeded" in ready["message"]
+    assert ready["message"].startswith("cert_manager: Error: ") and "denied the request" in ready["message"], ready
     assert "trust_manager: not attempted: cert_manager failed first" in ready["message"], ready
     assert [entry["ready"] for entry in status["components"]] == [False] * len(status["components"])

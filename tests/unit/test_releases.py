@@ -33,7 +33,7 @@ def test_records_keep_the_latest_revision_and_skip_other_secrets():
         {"type": "helm.sh/release.v1", "metadata": {}, "data": {"release": "garbage"}},
     ])
     assert found == [{"name": "mp-cert-manager", "namespace": "cert-manager", "revision": 2, "status": "deployed",
-                      "chart": "cert-manager", "version": "v1.21.1", "config": {"a": 1}}]
+                      "chart": "cert-manager", "version": "v1.21.1", "config": {"a": 1}, "unkept_crds": []}]
 
 
 def test_a_users_release_values_are_never_kept():
@@ -185,3 +185,42 @@ def test_crds_of_our_groups_owned_by_another_release_are_conflicts():
     ]
     assert releases.crd_conflicts([{**ours, "crd_groups": []}], found) == []
     assert releases.crd_conflicts([ours], []) == []
+
+
+def test_unkept_crds_finds_templated_crds_without_keep() -> None:
+    manifest = """---
+# Source: lws/templates/crds/leaderworkerset.yaml
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  annotations:
+    controller-gen.kubebuilder.io/version: v0.17.2
+  name: leaderworkersets.leaderworkerset.x-k8s.io
+spec:
+  names:
+    name: not-this
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: certificates.cert-manager.io
+  annotations:
+    "helm.sh/resource-policy": keep
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: lws-controller-manager
+"""
+    assert releases.unkept_crds(manifest) == ["leaderworkersets.leaderworkerset.x-k8s.io"]
+    assert releases.unkept_crds("") == []
+
+
+def test_an_upgrade_carries_the_installed_revisions_unkept_crds() -> None:
+    entry = {"release": "mp-lws", "chart": "lws", "version": "v0.8.0", "namespace": "lws-system"}
+    record = {"name": "mp-lws", "namespace": "lws-system", "status": "deployed", "chart": "lws", "version": "v0.7.0",
+              "config": {}, "unkept_crds": ["leaderworkersets.leaderworkerset.x-k8s.io"]}
+    [todo] = releases.changes([entry], {}, [record])["todo"]
+    assert (todo["installed"], todo["unkept_crds"]) == (True, ["leaderworkersets.leaderworkerset.x-k8s.io"])
+    [fresh] = releases.changes([entry], {}, [])["todo"]
+    assert (fresh["installed"], fresh["unkept_crds"]) == (False, [])

@@ -97,3 +97,15 @@ def test_the_pending_address_says_why():
 def test_camel_reasons():
     assert status.camel("cert_manager") == "CertManager"
     assert status.camel("nvidia_dra") == "NvidiaDra"
+
+
+def test_a_helm_error_list_is_kept_on_the_summary_line():
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.status import error_summary
+
+    message = ("Failure when executing Helm command. Exited 1.\nstdout: Release does not exist.\n"
+               "stderr: Error: release mp-cert-manager failed, and has been uninstalled due to atomic being set: "
+               "2 errors occurred:\n"
+               "\t* admission webhook \"deny\" denied the request: no\n\t* second\n\nError: trailing\n")
+    assert error_summary(message) == ("Error: release mp-cert-manager failed, and has been uninstalled due to atomic "
+                                      "being set: 2 errors occurred: * admission webhook \"deny\" denied the request: "
+                                      "no * second")

@@ -88,7 +88,8 @@ def _url_problem(path: str, url: Any) -> str | None:
         return None
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http", "oci") or not parts.netloc:
-        return f"{path}: {quote(url)} is not a chart mirror URL: it must start https://, http:// or oci:// and name a host"
+        return (f"{path}: {quote(url)} is not a chart mirror URL: it must start https://, http:// or oci:// "
+                "and name a host")
     if parts.query or parts.fragment:
         return f"{path}: {quote(url)} must not carry a query or fragment"
     if parts.username or parts.password:
@@ -103,20 +104,22 @@ def _source(value: Any, path: str, inherit: Source | None, problems: list[str]) 
     if not isinstance(value, dict):
         problems.append(f"{path}: {quote(value)} is neither a URL nor a mapping with url")
         return None
-    unknown = sorted(set(value) - set(KEYS) - ({"charts"} if inherit is None else set()))
-    for key in unknown:
-        problems.append(f"{path}.{key}: unknown key (known: {', '.join(KEYS + (('charts',) if inherit is None else ()))})")
+    allowed = KEYS + (("charts",) if inherit is None else ())
+    for key in sorted(set(value) - set(allowed)):
+        problems.append(f"{path}.{key}: unknown key (known: {', '.join(allowed)})")
     fields: dict[str, Any] = {}
     if inherit is None or "url" in value:
         problem = _url_problem(f"{path}.url", value.get("url"))
         if problem:
             problems.append(problem)
         fields["url"] = value.get("url") if isinstance(value.get("url"), str) else ""
+    mistyped = False
     for key in ("username", "password", "ca_file"):
         if key in value and value[key] is not None:
             if not isinstance(value[key], str):
-                shown = "a value that is not a string" if key == "password" else quote(value[key])
-                problems.append(f"{path}.{key}: {shown} is not a string")
+                mistyped = True
+                problems.append(f"{path}.{key}: must be a string (the value is not shown)" if key == "password"
+                                else f"{path}.{key}: {quote(value[key])} is not a string")
             else:
                 fields[key] = value[key]
     for key in FLAGS:
@@ -129,7 +132,7 @@ def _source(value: Any, path: str, inherit: Source | None, problems: list[str]) 
     if "url" in fields and inherit is not None and ("username" not in fields and "password" not in fields):
         # Credentials belong to a host: an override with another URL does not send the top level's there.
         source = replace(source, username="", password="")
-    if bool(source.username) != bool(source.password):
+    if bool(source.username) != bool(source.password) and not mistyped:
         problems.append(f"{path}: username and password go together (one of them is empty)")
     if source.plain_http and not source.is_oci and source.url != UPSTREAM:
         problems.append(f"{path}.plain_http: true applies to oci:// mirrors only (a classic repository says http://)")
@@ -178,12 +181,18 @@ def chart_source(release: dict[str, Any], source: Source) -> dict[str, Any]:
     return {**release, "chart_ref": release["chart"], "chart_repo_url": source.url, "chart_source": settings}
 
 
+def apply_releases(releases: list[dict[str, Any]], mirror: Mirror | None) -> list[dict[str, Any]]:
+    """Plan releases with their charts taken from the mirror (none: unchanged). Applying it twice is applying once."""
+    if mirror is None:
+        return releases
+    return [chart_source(release, mirror.source(release["chart"])) for release in releases]
+
+
 def apply(plan: list[dict[str, Any]], mirror: Mirror | None) -> list[dict[str, Any]]:
     """The plan with every release's chart taken from the mirror (unchanged without one)."""
     if mirror is None:
         return plan
-    return [{**entry, "releases": [chart_source(release, mirror.source(release["chart"]))
-                                   for release in entry["releases"]]} for entry in plan]
+    return [{**entry, "releases": apply_releases(entry["releases"], mirror)} for entry in plan]
 
 
 def logins(mirror: Mirror | None) -> list[dict[str, Any]]:

@@ -39,8 +39,30 @@ def _normal(values: Any) -> Any:
     return json.loads(json.dumps(values or {}, sort_keys=True, default=str))
 
 
+_CRD_KIND = re.compile(r"^kind:\s*['\"]?CustomResourceDefinition['\"]?\s*$", re.MULTILINE)
+_TOP_NAME = re.compile(r"^metadata:\s*\n(?:[ \t]+.*\n|\s*\n)*?[ \t]{2}name:\s*['\"]?([^\s'\"#]+)", re.MULTILINE)
+_KEEP = re.compile(r"helm\.sh/resource-policy['\"]?\s*:\s*['\"]?keep\b")
+
+
+def unkept_crds(manifest: str) -> list[str]:
+    """Names of the CRDs a release manifest templates without ``helm.sh/resource-policy: keep``.
+
+    An upgrade to a chart version that no longer renders one of them (lws v0.7.0 -> v0.8.0 moved its CRD from
+    templates/ to crds/) makes helm delete it, and with it every object of its kind, unless the live CRD carries
+    that annotation. A text scan, not a YAML parse: manifests of CRD-heavy charts are megabytes, read every run.
+    """
+    names: list[str] = []
+    for document in re.split(r"^---\s*$", manifest or "", flags=re.MULTILINE):
+        if _CRD_KIND.search(document) and not _KEEP.search(document):
+            found = _TOP_NAME.search(document + "\n")
+            if found:
+                names.append(found.group(1))
+    return sorted(set(names))
+
+
 def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per release (its latest revision): name, namespace, revision, status, chart, version, config.
+    """One record per release (its latest revision): name, namespace, revision, status, chart, version, config,
+    unkept_crds.
 
     Secrets that are not helm release records, or do not decode, are skipped.
     """
@@ -56,6 +78,7 @@ def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         except (binascii.Error, OSError, ValueError, EOFError):
             continue
         metadata = (release.get("chart") or {}).get("metadata") or {}
+        ours = str(release.get("name", "")).startswith(RELEASE_PREFIX)
         record = {
             "name": release.get("name"),
             "namespace": release.get("namespace") or (secret.get("metadata") or {}).get("namespace"),
@@ -65,7 +88,8 @@ def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "version": metadata.get("version", ""),
             # Only our own releases' values are kept (to compare with what we want); a user's
             # release may carry credentials in its values and we never need them.
-            "config": _normal(release.get("config")) if str(release.get("name", "")).startswith(RELEASE_PREFIX) else {},
+            "config": _normal(release.get("config")) if ours else {},
+            "unkept_crds": unkept_crds(release.get("manifest", "")) if ours else [],
         }
         key = (record["namespace"], record["name"])
         if key not in latest or latest[key]["revision"] < record["revision"]:
@@ -98,7 +122,9 @@ def changes(releases: list[dict[str, Any]], values: dict[str, Any], found: list[
         current = by_key.get((release["namespace"], release["release"]))
         if not (current and current["status"] == "deployed" and current["chart"] == release["chart"]
                 and _same_version(current["version"], release["version"]) and current["config"] == wanted):
-            todo.append({**release, "values": wanted, "installed": bool(current)})
+            # An upgrade keeps the CRDs the installed revision templates (see unkept_crds).
+            todo.append({**release, "values": wanted, "installed": bool(current),
+                         "unkept_crds": current.get("unkept_crds", []) if current else []})
         for record in found:
             if record["chart"] == release["chart"] and record["name"] != release["release"] \
                     and not record["status"].startswith("uninstall"):

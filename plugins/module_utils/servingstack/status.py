@@ -108,14 +108,22 @@ def camel(name: str) -> str:
 def error_summary(message: object, limit: int = SUMMARY_MAX) -> str:
     """One line saying why a task failed, with anything that looks like a credential removed.
 
-    helm failures put helm's own error after ``stderr:``; that line is kept. PEM blocks, bearer tokens,
+    helm failures put helm's own error after ``stderr:``; that line is kept, with the list that follows a line
+    ending in a colon (helm's "3 errors occurred:" then "* ..." lines). PEM blocks, bearer tokens,
     ``password=``/``token:``-style settings and long base64-looking runs become ``<redacted>``.
     """
     text = str(message or "")
     if "stderr:" in text:
         text = text.rsplit("stderr:", 1)[1]
     text = _PEM.sub("<redacted>", text)
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "") or "failed"
+    lines = [part.strip() for part in text.strip().splitlines()]
+    line = lines[0] if lines else ""
+    # helm's "N errors occurred:" (and any line ending in a colon) says why in the lines that follow.
+    for more in lines[1:]:
+        if (not line.endswith(":") and not more.startswith("*")) or not more:
+            break
+        line = f"{line} {more}"
+    line = line or "failed"
     for pattern, replacement in ((_BEARER, r"\1<redacted>"), (_FLAG, r"\1<redacted>"),
                                  (_SECRET_SETTING, r"\1<redacted>"), (_BLOB, "<redacted>")):
         line = pattern.sub(replacement, line)

@@ -1,1 +1,0 @@
-"""Internals of the ``helm`` test double (see ../README.md). Never used outside tests."""
