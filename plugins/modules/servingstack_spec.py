@@ -197,6 +197,13 @@ plan:
       type: list
       elements: str
       sample: []
+prune:
+  description:
+    - The components of the other stack, in teardown order, with the same keys as RV(plan) entries. The
+      C(servingstack) role uninstalls those it finds installed once the plan has converged (switching C(stack)).
+  returned: success
+  type: list
+  elements: dict
 ignored:
   description: Version pins the chosen stack ignores, each with its path, value and why.
   returned: always

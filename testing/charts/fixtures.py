@@ -13,11 +13,13 @@ seconds (default 3600) if the session outlives that, so a stuck run never leaves
 from __future__ import annotations
 
 import atexit
+import base64
 import functools
 import http.server
 import importlib.util
 import os
 import shutil
+import ssl
 import sys
 import tempfile
 import threading
@@ -64,8 +66,24 @@ class ChartRepo:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    # "Basic <base64 user:password>" the server demands, or None (set per server by serve()).
+    authorization: str | None = None
+    # Requests answered, with whether they were authorized: (path, authorized).
+    seen: list[tuple[str, bool]] = []
+
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+    def do_GET(self) -> None:
+        authorized = self.authorization is None or self.headers.get("Authorization") == self.authorization
+        self.seen.append((self.path, authorized))
+        if not authorized:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="test charts"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        super().do_GET()
 
 
 @dataclass
@@ -74,10 +92,13 @@ class _Server:
     thread: threading.Thread
     deadline: threading.Timer
 
+    seen: list[tuple[str, bool]]
+
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        scheme = "https" if isinstance(self.httpd.socket, ssl.SSLSocket) else "http"
+        return f"{scheme}://{host}:{port}"
 
     def stop(self) -> None:
         self.deadline.cancel()
@@ -86,17 +107,26 @@ class _Server:
         self.thread.join(timeout=10)
 
 
-def serve(directory: Path, lifetime: float) -> _Server:
-    """Serve ``directory`` on 127.0.0.1 (random port) until ``stop()`` or ``lifetime`` seconds, whichever first."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+def serve(directory: Path, lifetime: float, *, tls: tuple[Path, Path] | None = None,
+          basic_auth: tuple[str, str] | None = None) -> _Server:
+    """Serve ``directory`` on 127.0.0.1 (random port) until ``stop()`` or ``lifetime`` seconds, whichever first;
+    over HTTPS with ``tls`` (certificate and key files), demanding ``basic_auth`` (user, password) if given."""
+    seen: list[tuple[str, bool]] = []
+    token = None if basic_auth is None else "Basic " + base64.b64encode(":".join(basic_auth).encode()).decode()
+    handler_class = type("ChartRepoHandler", (_QuietHandler,), {"authorization": token, "seen": seen})
+    handler = functools.partial(handler_class, directory=str(directory))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(tls[0]), str(tls[1]))
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, name="chart-repo", daemon=True)
     deadline = threading.Timer(lifetime, httpd.shutdown)
     deadline.daemon = True
     thread.start()
     deadline.start()
-    return _Server(httpd, thread, deadline)
+    return _Server(httpd, thread, deadline, seen)
 
 
 @pytest.fixture(scope="session")

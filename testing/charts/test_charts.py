@@ -395,7 +395,9 @@ def test_kube_prometheus_stack_without_grafana_and_alertmanager(
     crds = {
         Path(n).name for n in chart_files(chart_repo, "kube-prometheus-stack", "72.6.2") if "/charts/crds/crds/" in n
     }
-    assert crds == {"crd-podmonitors.yaml", "crd-servicemonitors.yaml"}
+    # The two collected upstream CRDs, and our minimal Prometheus CRD (upstream's was not collected; the templates
+    # create a Prometheus object).
+    assert crds == {"crd-podmonitors.yaml", "crd-servicemonitors.yaml", "crd-prometheuses.yaml"}
 
 
 @pytest.mark.parametrize("version", ["v1.21.1", "v1.17.1"])

@@ -216,6 +216,27 @@ def test_dropping_every_client_ca_removes_the_bundle_and_the_policy(management):
     assert listed(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", GATEWAY_NS) == []
 
 
+def test_dropping_the_hostname_removes_its_certificates_secrets_and_issuer_chain(management):
+    cluster = management
+    assert get(cluster, "cert-manager.io/v1", "Certificate", "mp-gateway-tls", GATEWAY_NS) is not None
+    assert get(cluster, "cert-manager.io/v1", "ClusterIssuer", "mp-gateway-ca") is not None
+    apply(cluster, live_stack(gateway={"listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}))
+    result = run_live(cluster)
+    assert result.rc == 0, output(result)
+    gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
+    assert [listener["name"] for listener in gateway["spec"]["listeners"]] == ["http"]
+    for api, kind, name, namespace in (
+            ("cert-manager.io/v1", "Certificate", "mp-gateway-tls", GATEWAY_NS),
+            ("v1", "Secret", "mp-gateway-tls", GATEWAY_NS),
+            ("cert-manager.io/v1", "Certificate", "mp-gateway-ca", "cert-manager"),
+            ("v1", "Secret", "mp-gateway-ca", "cert-manager"),
+            ("cert-manager.io/v1", "ClusterIssuer", "mp-gateway-ca", None),
+            ("cert-manager.io/v1", "ClusterIssuer", "mp-selfsigned", None)):
+        assert get(cluster, api, kind, name, namespace) is None, (kind, name)
+    again = run_live(cluster)
+    assert again.rc == 0 and again.changed == 0, output(again)
+
+
 def test_a_missing_kubeconfig_secret_is_reported_by_name(cluster):
     doc = live_stack()
     doc["spec"]["secrets"][0]["name"] = "nope"

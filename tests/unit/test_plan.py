@@ -183,3 +183,14 @@ def test_crd_groups_are_the_groups_of_the_crds_each_chart_templates():
                         assert listed == (style == "template"), (facts["name"], file, style)
                         seen[style] += 1
     assert seen["template"] >= 4 and seen["crds-dir"] >= 8, seen
+
+
+def test_prune_plan_is_the_other_stacks_components_in_teardown_order():
+    standard = spec.validate(load_example()).manifest["spec"]
+    dynamo = spec.validate(load_example(DYNAMO_EXAMPLE)).manifest["spec"]
+    assert [entry["name"] for entry in plan.prune_plan(standard)] == ["modelexpress", "grove_kai"]
+    assert [entry["name"] for entry in plan.prune_plan(dynamo)] == ["lws"]
+    # Versions resolve from the defaulted spec, so the releases are named and versioned as if planned.
+    assert plan.prune_plan(dynamo)[0]["releases"][0]["release"] == "mp-lws"
+    planned_names = {entry["name"] for entry in plan.build_plan(standard)}
+    assert not planned_names & {entry["name"] for entry in plan.prune_plan(standard)}

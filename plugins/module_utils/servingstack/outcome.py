@@ -35,4 +35,4 @@ def outcome(document: object, problems: list[Problem]) -> dict[str, Any]:
                 "warnings": warnings}
     manifest = validation.manifest
     return {"changed": False, "servingstack": manifest, "plan": plan.build_plan(manifest["spec"]),
-            "ignored": validation.ignored, "warnings": warnings}
+            "prune": plan.prune_plan(manifest["spec"]), "ignored": validation.ignored, "warnings": warnings}

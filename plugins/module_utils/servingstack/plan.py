@@ -102,3 +102,10 @@ def component_entry(component: Component, spec: dict) -> dict:
 def build_plan(spec: dict) -> list[dict]:
     """The ordered components to install for ``spec["stack"]`` (a defaulted spec)."""
     return [component_entry(component, spec) for component in components_for(spec["stack"])]
+
+
+def prune_plan(spec: dict) -> list[dict]:
+    """The components of the other stack, in teardown order (reverse install order): what a converge uninstalls
+    when it finds them installed, after switching ``spec["stack"]`` (Standard -> Dynamo removes lws, and back)."""
+    others = [component for component in COMPONENTS if spec["stack"] not in component.stacks]
+    return [component_entry(component, spec) for component in reversed(order(others))]
