@@ -33,7 +33,7 @@ plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print i
 # shared-cluster tests on one worker. Benchmarks run afterwards, alone, so their ratios are not
 # skewed by the other worker.
 test: $(STAMP) ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default, then the benchmarks.
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench" --durations=20
 	$(BIN)/python -m pytest -p no:xdist -m bench -s tests/bench
 
 # The tests that drive a real helm binary; HELM_MAJOR=3 or 4 picks one (both when unset, as in `make test`).

@@ -1,7 +1,8 @@
 """Benchmarks of the Standard stack on the stand-in, each against a baseline measured in the same run.
 
 1. No-op re-run of the converged stack vs. the floor: a playbook with one no-op k8s_info task.
-   Target <= 4x; asserted at <= 5.5x for now (see NOOP_TARGET).
+   Issue 9's target is <= 2.5x, with 0 helm processes and 0 writes (both asserted); the ratio is
+   asserted at <= 4.5x for now (see NOOP_TARGET).
 2. Fresh converge vs. a sequential baseline generated from the same plan: one kubernetes.core.helm
    task per release (same charts, versions and values, --wait) and one kubernetes.core.k8s task per
    object. Target <= 0.5x, asserted on a stand-in whose workloads take READY_AFTER seconds to become
@@ -9,8 +10,7 @@
    to start: that wait is what converging independent components in parallel saves. Its ratio to the
    critical-path floor (the longest chain of helm waits the plan imposes, plus the one-task floor) is
    printed. The same comparison on a stand-in whose workloads are ready at once (nothing to wait for:
-   only the CPU work of Ansible and helm on this machine's cores) is printed and bounded by
-   INSTANT_BOUND.
+   only the CPU work of Ansible and helm on this machine's cores): target <= 1.0x (INSTANT_BOUND).
 
 Every run uses the real helm (.venv/bin/helm) and the test charts (testing/charts) as the chart mirror.
 The ratios, API requests and helm processes are printed (run with -s).
@@ -37,15 +37,14 @@ pytestmark = [
     pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
 ]
 
-# Targets from the issue.
-# Issue 4 set 4x. Pinning every target task to the spec's cluster (servingstack_connection, issue 10) costs one
-# module run per re-run and measured 4.85x here: the 4x target is NOT met today and is loosened to 5.5x so the
-# bench still catches a regression; getting back under 4x is open work (said in the issue notes).
-NOOP_TARGET = 5.5
+# Targets from the issues. No-op: issue 4 set 4x and issue 9 2.5x; measured 3.88x here with the real helm
+# (kubernetes.core 6.6.0), so 2.5x is NOT met: it is bounded at 4.5x (4x plus this machine's noise) so the bench
+# still catches a regression, and reaching 2.5x is open work (fewer plays and module runs per re-run, issue 11).
+NOOP_TARGET = 4.5
 CONVERGE_TARGET = 0.5
-# Issue 9 asks <= 1.0x with workloads ready at once; measured here above that (the parallel converge's extra plays
-# and module runs are not hidden by any wait), so it is bounded loosely and printed; the 1.0x target is open work.
-INSTANT_BOUND = 1.6
+# Issue 9: with workloads ready at once (pure controller overhead, nothing to wait for) no slower than the serial
+# baseline; measured 0.78x here.
+INSTANT_BOUND = 1.0
 # Seconds a workload (Deployment, DaemonSet, StatefulSet, Job) takes to become ready on the
 # latency-modelling stand-in: less than real image pulls and pod starts take.
 READY_AFTER = 10.0
@@ -167,7 +166,7 @@ def test_bench_standard_stack(tmp_path_factory):
 
     instant = converge_pair(workdir, 0.0, stack_plan)
     print(f"fresh converge, workloads ready at once: {instant['ours']:.1f}s vs sequential baseline "
-          f"{instant['baseline']:.1f}s: {instant['ratio']:.2f}x (CPU only, bound {INSTANT_BOUND}x, target 1.0x); "
+          f"{instant['baseline']:.1f}s: {instant['ratio']:.2f}x (CPU only, target <= {INSTANT_BOUND}x); "
           f"API requests {instant['requests'][0]} vs {instant['requests'][1]}")
     waiting = converge_pair(workdir, READY_AFTER, stack_plan)
     print(f"fresh converge, workloads ready after {READY_AFTER:g}s: {waiting['ours']:.1f}s vs sequential baseline "

@@ -5,6 +5,7 @@ except the CRD-removing teardown, which has a cluster of its own."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -251,6 +252,35 @@ def test_a_pin_bump_upgrades_exactly_that_release(cluster):
     assert found["mp-cert-manager"]["revision"] == 2, found
     assert {name: r["revision"] for name, r in found.items() if name != "mp-cert-manager"} \
         == dict.fromkeys(STANDARD_RELEASES - {"mp-cert-manager"}, 1)
+
+
+def test_a_failed_upgrade_is_rolled_back_and_a_re_run_converges(cluster):
+    """helm --atomic (per chart: on for NFD) rolls a failed upgrade back to the release that worked."""
+    pinned = {"certManager": "v1.21.0", "envoyGateway": "v1.8.4"}
+    older_nfd = manifest(versions={**pinned, "nodeFeatureDiscovery": "0.18.2"})
+    before = releases(cluster)["mp-node-feature-discovery"]["revision"]
+    # An admission webhook denies the NFD Deployments' update: the upgrade fails half way.
+    allow = cluster.api.deny_writes("Deployment", "node-feature-discovery", "mp-node-feature-discovery")
+    try:
+        failed = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older_nfd))
+    finally:
+        allow()
+    assert failed.rc != 0, output(failed)
+    assert "denied the request" in failed.stdout, output(failed)
+    rolled_back = releases(cluster)["mp-node-feature-discovery"]
+    # Revision before+1 failed, before+2 is the rollback to the version that worked, deployed.
+    assert (rolled_back["revision"], rolled_back["status"]) == (before + 2, "deployed"), rolled_back
+    listed_chart = subprocess.run(["helm", "list", "-n", "node-feature-discovery", "-o", "json"], env=cluster.env,
+                                  capture_output=True, text=True, check=True).stdout
+    assert json.loads(listed_chart)[0]["chart"] == "node-feature-discovery-0.18.3", listed_chart
+
+    again = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older_nfd))
+    assert again.rc == 0, output(again)
+    assert releases(cluster)["mp-node-feature-discovery"] == {
+        "namespace": "node-feature-discovery", "revision": before + 3, "status": "deployed"}
+    # Back to the pin the later tests expect.
+    restored = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, manifest(versions=pinned)))
+    assert restored.rc == 0, output(restored)
 
 
 def test_a_users_release_of_the_same_chart_is_refused_unless_adopted(cluster):
