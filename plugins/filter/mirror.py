@@ -20,9 +20,9 @@ def _parsed(setting: Any) -> mirror.Mirror | None:
         raise AnsibleFilterError("; ".join(error.problems)) from None
 
 
-def servingstack_chart_mirror(plan: list[dict[str, Any]], setting: Any) -> list[dict[str, Any]]:
-    """The plan with each release's chart_ref/chart_repo_url/chart_source taken from the mirror setting."""
-    return mirror.apply(plan, _parsed(setting))
+def servingstack_chart_mirror_problems(setting: Any) -> list[str]:
+    """Every problem of the mirror setting, each naming its key (none when it is fine or empty)."""
+    return mirror.problems(setting, CHARTS)
 
 
 def helm_release_mirrored(releases: list[dict[str, Any]], setting: Any) -> list[dict[str, Any]]:
@@ -45,7 +45,7 @@ class FilterModule:
 
     def filters(self) -> dict[str, Any]:
         return {
-            "servingstack_chart_mirror": servingstack_chart_mirror,
+            "servingstack_chart_mirror_problems": servingstack_chart_mirror_problems,
             "servingstack_chart_logins": servingstack_chart_logins,
             "helm_release_mirrored": helm_release_mirrored,
             "servingstack_chart_environment": servingstack_chart_environment,

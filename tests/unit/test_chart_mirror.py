@@ -16,6 +16,11 @@ def plan() -> list[dict]:
     return build_plan(validate(load_example()).manifest["spec"])
 
 
+def mirrored_plan(parsed: mirror.Mirror | None) -> list[dict]:
+    """The plan with each component's releases taken from the mirror, as helm_release does."""
+    return [{**entry, "releases": mirror.apply_releases(entry["releases"], parsed)} for entry in plan()]
+
+
 def releases_of(entries: list[dict]) -> dict[str, dict]:
     return {release["chart"]: release for entry in entries for release in entry["releases"]}
 
@@ -29,11 +34,11 @@ def problems(value: object) -> list[str]:
 def test_no_mirror_leaves_the_plan_alone() -> None:
     before = plan()
     assert mirror.parse("", CHARTS) is None and mirror.parse(None) is None and mirror.parse({}) is None
-    assert mirror.apply(before, None) == before
+    assert mirrored_plan(None) == before
 
 
 def test_a_classic_repository_serves_every_chart_by_name() -> None:
-    mirrored = releases_of(mirror.apply(plan(), mirror.parse("https://charts.example.internal/mp", CHARTS)))
+    mirrored = releases_of(mirrored_plan(mirror.parse("https://charts.example.internal/mp", CHARTS)))
     for chart, release in mirrored.items():
         assert (release["chart_ref"], release["chart_repo_url"]) == (chart, "https://charts.example.internal/mp")
         assert release["chart_source"] == {"login": "", "ca_file": "", "insecure_skip_tls_verify": False,
@@ -46,7 +51,7 @@ def test_a_classic_repository_serves_every_chart_by_name() -> None:
 
 def test_an_oci_prefix_serves_charts_under_it() -> None:
     setting = {"url": "oci://harbor.example.internal/modelplane/", "plain_http": True}
-    mirrored = releases_of(mirror.apply(plan(), mirror.parse(setting, CHARTS)))
+    mirrored = releases_of(mirrored_plan(mirror.parse(setting, CHARTS)))
     assert mirrored["lws"]["chart_ref"] == "oci://harbor.example.internal/modelplane/lws"
     assert mirrored["cert-manager"]["chart_ref"] == "oci://harbor.example.internal/modelplane/cert-manager"
     assert all(r["chart_repo_url"] is None and r["chart_source"]["plain_http"] for r in mirrored.values())
@@ -56,7 +61,7 @@ def test_a_per_chart_override_inherits_tls_but_not_credentials() -> None:
     setting = {"url": "https://a.example/charts", "username": "robot", "password": "s3cret", "ca_file": "/ca.pem",
                "charts": {"lws": {"url": "oci://b.example/k8s"}, "cert-manager": {"url": "upstream"}}}
     parsed = mirror.parse(setting, CHARTS)
-    mirrored = releases_of(mirror.apply(plan(), parsed))
+    mirrored = releases_of(mirrored_plan(parsed))
     assert mirrored["lws"]["chart_ref"] == "oci://b.example/k8s/lws"
     assert mirrored["lws"]["chart_source"] == {"login": "", "ca_file": "/ca.pem", "insecure_skip_tls_verify": False,
                                                "plain_http": False}
@@ -78,7 +83,7 @@ def test_a_per_chart_override_inherits_tls_but_not_credentials() -> None:
 
 def test_an_oci_mirror_logs_in_by_host_and_plan_carries_no_password() -> None:
     parsed = mirror.parse({"url": "oci://harbor.example:8443/mp", "username": "u", "password": "p4ss"}, CHARTS)
-    entries = mirror.apply(plan(), parsed)
+    entries = mirrored_plan(parsed)
     assert "p4ss" not in repr(entries)
     assert {r["chart_source"]["login"] for r in releases_of(entries).values()} == {"harbor.example:8443"}
     assert [(login["host"], login["oci"]) for login in mirror.logins(parsed)] == [("harbor.example:8443", True)]
@@ -120,8 +125,13 @@ def test_a_password_is_never_quoted() -> None:
 def test_show_crds_carries_the_mirrors_tls_flags() -> None:
     parsed = mirror.parse({"url": "oci://r.example/mp", "ca_file": "/ca.pem", "insecure_skip_tls_verify": True,
                            "plain_http": True}, CHARTS)
-    entries = [release for entry in mirror.apply(plan(), parsed) for release in entry["releases"]]
+    entries = [release for entry in mirrored_plan(parsed) for release in entry["releases"]]
     lws = next(release for release in entries if release["chart"] == "lws")
     [command] = show_crds_commands([{"name": "mp-lws", "namespace": lws["namespace"], "version": "v0.8.0"}], entries)
     assert command["argv"] == ["helm", "show", "crds", "oci://r.example/mp/lws", "--version", "v0.8.0",
                                "--ca-file=/ca.pem", "--insecure-skip-tls-verify", "--plain-http"]
+
+
+def test_problems_lists_every_problem_and_none_for_a_good_setting() -> None:
+    assert mirror.problems("https://x.example/c", CHARTS) == [] and mirror.problems("", CHARTS) == []
+    assert len(mirror.problems({"url": "ftp://x", "proxy": 1}, CHARTS)) == 2

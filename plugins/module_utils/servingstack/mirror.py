@@ -164,6 +164,15 @@ def parse(value: Any, chart_names: Iterable[str] = ()) -> Mirror | None:
     return Mirror(default, charts)
 
 
+def problems(value: Any, chart_names: Iterable[str] = ()) -> list[str]:
+    """Every ``<path>: <problem>`` of the mirror setting (none when it is fine or empty)."""
+    try:
+        parse(value, chart_names)
+    except MirrorError as error:
+        return error.problems
+    return []
+
+
 def chart_source(release: dict[str, Any], source: Source) -> dict[str, Any]:
     """``release`` (a plan entry's release) pointed at ``source``: chart_ref, chart_repo_url, chart_source."""
     if source.url == UPSTREAM:
@@ -186,13 +195,6 @@ def apply_releases(releases: list[dict[str, Any]], mirror: Mirror | None) -> lis
     if mirror is None:
         return releases
     return [chart_source(release, mirror.source(release["chart"])) for release in releases]
-
-
-def apply(plan: list[dict[str, Any]], mirror: Mirror | None) -> list[dict[str, Any]]:
-    """The plan with every release's chart taken from the mirror (unchanged without one)."""
-    if mirror is None:
-        return plan
-    return [{**entry, "releases": apply_releases(entry["releases"], mirror)} for entry in plan]
 
 
 def logins(mirror: Mirror | None) -> list[dict[str, Any]]:
