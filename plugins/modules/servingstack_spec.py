@@ -197,6 +197,29 @@ plan:
       type: list
       elements: str
       sample: []
+lanes:
+  description:
+    - How C(playbooks/site.yml) converges the plan in parallel. Each lane is an inventory host that converges
+      its components one after the other; the lanes of one stage run at the same time, and a stage starts
+      when the one before has ended. A component's needs are always converged before it, in an earlier stage
+      or earlier on its lane, so no host waits for another. Heaviest lane first within a stage.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    stage:
+      description: The stage (play) of C(site.yml) the lane runs in, from 1.
+      type: int
+      sample: 1
+    components:
+      description: Names of the components the lane converges, in this order.
+      type: list
+      elements: str
+      sample: [cert_manager, trust_manager]
+    weight:
+      description: Estimated length of the lane, in helm waits (one per release).
+      type: int
+      sample: 2
 prune:
   description:
     - The components of the other stack, in teardown order, with the same keys as RV(plan) entries. The

@@ -67,8 +67,9 @@ def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
     finally:
         allow()
     assert result.rc != 0, output(result)
-    # The last play ran after the failure: the components' marker directory is gone.
-    assert [path.name for path in private_tmp.iterdir() if path.name.startswith("servingstack-run-")] == []
+    # The last play ran after the failure: the private directory of the target's certificate files is gone.
+    # (The kubernetes client's discovery caches, k8srcp-*.json and osrcp-*.json, are not ours.)
+    assert [path.name for path in private_tmp.iterdir() if not path.name.endswith(".json")] == []
     found = releases(cluster)
     assert "mp-cert-manager" not in found, found
     # Everything that does not need cert-manager converged beside the failure.
@@ -76,12 +77,12 @@ def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
                  "mp-gateway-helm", "mp-ai-gateway-helm"):
         assert found[name]["status"] == "deployed", found
     assert "mp-trust-manager" not in found, found
-    assert "trust-manager did not converge: not converged: cert_manager (failed)" in result.stdout, output(result)
-    assert "not converged: cert_manager (failed), trust_manager (failed)" in result.stdout, output(result)
-    # Component hosts report and record a failure without failing themselves, so the last play always
-    # runs (it removes the temporary kubeconfig); the run fails there, naming what did not converge.
-    assert result.recap["servingstack-cert_manager"]["rescued"] == 1 and result.recap["localhost"]["failed"] == 1
     assert "cert-manager did not converge" in result.stdout, output(result)
+    assert ("cert_manager, trust_manager did not converge: cert_manager: " in result.stdout
+            and "trust_manager: not attempted: it needs cert_manager, which did not converge" in result.stdout), output(result)
+    # Lane hosts record a failure without failing themselves (cert-manager and trust-manager share a lane), so
+    # every later play runs; the last one fails the ServingStack's host, naming what did not converge.
+    assert result.recap["localhost/cert_manager"]["rescued"] == 1 and result.recap["localhost"]["failed"] == 1
 
 
 def test_a_failed_install_leaves_nothing_half_recorded(cluster):

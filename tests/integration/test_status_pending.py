@@ -120,5 +120,5 @@ def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluste
     ready = {condition["type"]: condition for condition in status["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "CertManagerFailed"), ready
     assert ready["message"].startswith("cert_manager: Error: ") and "denied the request" in ready["message"], ready
-    assert "trust_manager: not attempted: cert_manager failed first" in ready["message"], ready
+    assert "trust_manager: not attempted: it needs cert_manager, which did not converge" in ready["message"], ready
     assert [entry["ready"] for entry in status["components"]] == [False] * len(status["components"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, schedule, spec
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
 
 PREFIX = "invalid ServingStack:"
@@ -34,5 +34,6 @@ def outcome(document: object, problems: list[Problem]) -> dict[str, Any]:
                 "errors": [problem.as_dict() for problem in validation.errors], "ignored": validation.ignored,
                 "warnings": warnings}
     manifest = validation.manifest
-    return {"changed": False, "servingstack": manifest, "plan": plan.build_plan(manifest["spec"]),
+    components = plan.build_plan(manifest["spec"])
+    return {"changed": False, "servingstack": manifest, "plan": components, "lanes": schedule.lanes(components),
             "prune": plan.prune_plan(manifest["spec"]), "ignored": validation.ignored, "warnings": warnings}

@@ -1,0 +1,27 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Filters of the parallel converge of playbooks/site.yml (stages of lanes, see module_utils/servingstack/schedule.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schedule
+
+
+def servingstack_lane_hosts(lanes: list[dict[str, Any]], plan: list[dict[str, Any]], cluster: str) -> list[dict[str, Any]]:
+    """The inventory hosts that converge one cluster's lanes (servingstack_spec's ``lanes``) in site.yml."""
+    return schedule.lane_hosts(lanes, plan, cluster)
+
+
+def servingstack_not_converged(outcomes: dict[str, Any], plan: list[dict[str, Any]]) -> dict[str, str]:
+    """The plan's components that did not converge, each with why (the converge's recorded outcomes)."""
+    return schedule.not_converged(dict(outcomes or {}), plan)
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "servingstack_lane_hosts": servingstack_lane_hosts,
+            "servingstack_not_converged": servingstack_not_converged,
+        }
