@@ -68,6 +68,10 @@ def _cost(assignment: dict[str, int], order: list[str], needs: dict[str, list[st
     return total, len(set(assignment.values())), sum(assignment.values())
 
 
+# Partial schedules the search looks at, at most: today's tables need a few hundred.
+SEARCH_BUDGET = 5000
+
+
 def stages(plan: list[dict[str, Any]]) -> list[list[list[str]]]:
     """The plan's components as stages of lanes of component names, heaviest lane first in a stage.
 
@@ -78,25 +82,34 @@ def stages(plan: list[dict[str, Any]]) -> list[list[list[str]]]:
     weights = {entry["name"]: weight(entry) for entry in plan}
     needs = {entry["name"]: list(entry["needs"]) for entry in plan}
     count = max(depths(plan).values(), default=-1) + 1
-    best: tuple[tuple[int, int, int], dict[str, int]] | None = None
+    floor = critical_path(plan)
+    # Start from the dependency depths (always valid); the search may only improve on it. Its size is capped,
+    # so a table far larger than today's still plans at once, if less well.
+    by_depth = depths(plan)
+    best: tuple[tuple[int, int, int], dict[str, int]] = (_cost(by_depth, order, needs, weights), by_depth)
+    budget = [SEARCH_BUDGET]
 
     def place(index: int, assignment: dict[str, int]) -> None:
         nonlocal best
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        # Stage numbers close up (0, 2 -> 0, 1) so that the cost counts stages, not gaps.
+        used = {stage: rank for rank, stage in enumerate(sorted(set(assignment.values())))}
+        closed = {name: used[stage] for name, stage in assignment.items()}
+        cost = _cost(closed, order[:index], needs, weights)
+        # Placing more components never lowers the cost, nor does any schedule beat the critical path: a partial
+        # schedule that cannot do better than the best found ends here.
+        if (max(cost[0], floor), *cost[1:]) >= best[0]:
+            return
         if index == len(order):
-            # Stage numbers close up (0, 2 -> 0, 1) so that the cost counts stages, not gaps.
-            used = {stage: rank for rank, stage in enumerate(sorted(set(assignment.values())))}
-            closed = {name: used[stage] for name, stage in assignment.items()}
-            cost = _cost(closed, order, needs, weights)
-            if best is None or cost < best[0]:
-                best = (cost, closed)
+            best = (cost, closed)
             return
         name = order[index]
         for stage in range(max((assignment[need] for need in needs[name]), default=0), count):
             place(index + 1, {**assignment, name: stage})
 
     place(0, {})
-    if best is None:
-        return []
     assignment = best[1]
     return [
         sorted(_lanes_of([name for name in order if assignment[name] == stage], needs),

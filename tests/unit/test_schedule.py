@@ -1,0 +1,134 @@
+"""Stages and lanes of the parallel converge (module_utils/servingstack/schedule.py) and the stage plays of site.yml."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import components, plan, schedule, spec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+SITE = Path(__file__).resolve().parents[2] / "playbooks" / "site.yml"
+
+
+def entry(name: str, needs: tuple[str, ...] = (), releases: int = 1) -> dict:
+    return {"name": name, "needs": list(needs), "releases": [{"release": f"mp-{name}-{n}"} for n in range(releases)]}
+
+
+def table_plans() -> list[tuple[str, list[dict]]]:
+    """The plan of each stack, with and without a gateway hostname (the one conditional need)."""
+    found = []
+    for stack, hostname in itertools.product(sorted(components.BOTH), ("", "llm.example.com")):
+        defaulted = spec.defaulted_spec()
+        defaulted["stack"] = stack
+        if hostname:
+            defaulted["gateway"] = {**defaulted.get("gateway", {}), "hostname": hostname}
+        found.append((f"{stack}{' with hostname' if hostname else ''}", plan.build_plan(defaulted)))
+    return found
+
+
+def check_valid(entries: list[dict], stages: list[list[list[str]]]) -> None:
+    """Each component once; each need converged before it: an earlier stage, or earlier on its own lane."""
+    placed = [name for stage in stages for lane in stage for name in lane]
+    assert sorted(placed) == sorted(item["name"] for item in entries)
+    needs = {item["name"]: item["needs"] for item in entries}
+    done: set[str] = set()
+    for stage in stages:
+        assert stage and all(stage), stages
+        for lane in stage:
+            for position, name in enumerate(lane):
+                missing = [need for need in needs[name] if need not in done and need not in lane[:position]]
+                assert missing == [], f"{name} starts before {missing}: {stages}"
+        done |= {name for lane in stage for name in lane}
+
+
+@pytest.mark.parametrize(("label", "entries"), table_plans(), ids=lambda value: value if isinstance(value, str) else "")
+def test_the_table_plans_converge_in_the_critical_path(label, entries):
+    stages = schedule.stages(entries)
+    check_valid(entries, stages)
+    # No schedule does better than the longest chain of helm waits; these reach it.
+    assert schedule.estimate(entries) == schedule.critical_path(entries), (label, stages)
+
+
+def test_standard_without_hostname_is_one_stage_with_cert_manager_and_trust_manager_on_one_lane():
+    stages = schedule.stages(plan.build_plan(spec.defaulted_spec()))
+    assert len(stages) == 1
+    assert ["cert_manager", "trust_manager"] in stages[0] and ["nfd", "nvidia_dra"] in stages[0]
+    assert stages[0][0] == ["envoy_gateway"], "the heaviest lane (three releases) comes first"
+
+
+def test_a_hostname_starts_envoy_gateway_after_cert_manager():
+    defaulted = spec.defaulted_spec()
+    defaulted["gateway"] = {**defaulted.get("gateway", {}), "hostname": "llm.example.com"}
+    stages = schedule.stages(plan.build_plan(defaulted))
+    assert len(stages) == 2
+    assert ["cert_manager"] in stages[0] and ["envoy_gateway"] in stages[1]
+
+
+def test_a_chain_shares_one_lane_rather_than_waiting_a_stage():
+    entries = [entry("a"), entry("b", ("a",)), entry("c", ("b",)), entry("slow", releases=3)]
+    assert schedule.stages(entries) == [[["a", "b", "c"], ["slow"]]]
+
+
+def test_a_component_needing_two_lanes_waits_for_the_next_stage():
+    entries = [entry("a"), entry("b"), entry("c", ("a", "b"))]
+    assert schedule.stages(entries) == [[["a"], ["b"]], [["c"]]]
+
+
+def test_a_component_with_slack_starts_late_when_that_shortens_the_converge():
+    # grove (2 waits) beside cert-manager (1) would make the first stage 2 long; beside the gateway (3), it costs nothing.
+    entries = [entry("cm"), entry("grove", releases=2), entry("gw", ("cm",), releases=3), entry("tm", ("cm",))]
+    stages = schedule.stages(entries)
+    assert stages == [[["cm"]], [["gw"], ["grove"], ["tm"]]], stages
+    assert schedule.estimate(entries) == 4 == schedule.critical_path(entries)
+
+
+def test_lanes_and_lane_hosts_name_their_stage_weight_and_plan_entries():
+    entries = [entry("a"), entry("b", ("a",)), entry("c", releases=3)]
+    lanes = schedule.lanes(entries)
+    assert lanes == [{"stage": 1, "components": ["c"], "weight": 3}, {"stage": 1, "components": ["a", "b"], "weight": 2}]
+    hosts = schedule.lane_hosts(lanes, entries, "team-a/gpu")
+    assert [host["name"] for host in hosts] == ["team-a/gpu/c", "team-a/gpu/a"]
+    assert hosts[1]["components"] == [entries[0], entries[1]] and hosts[1]["cluster"] == "team-a/gpu"
+
+
+def test_not_converged_names_each_failure_and_what_never_ran_in_plan_order():
+    entries = [entry("a"), entry("b", ("a",)), entry("c"), entry("d")]
+    outcomes = {"a": {"state": "failed", "msg": "boom"}, "b": {"state": "not attempted", "msg": "needs a"},
+                "c": {"state": "previewed", "msg": ""}}
+    assert schedule.not_converged(outcomes, entries) == {"a": "boom", "b": "needs a",
+                                                         "d": "did not run (see the run's output)"}
+    assert schedule.not_converged({name: {"state": "converged"} for name in "abcd"}, entries) == {}
+
+
+def test_site_has_a_stage_play_for_every_stage_any_plan_can_have():
+    plays = yaml.safe_load(SITE.read_text())
+    stage_hosts = [play["hosts"] for play in plays if str(play["hosts"]).startswith("servingstack_stage_")]
+    deepest = max(len(schedule.stages(entries)) for _label, entries in table_plans())
+    # Every depth of the table could be a stage of some plan; a missing play would leave its lanes unconverged.
+    depth = max(schedule.depths([plan.component_entry(component, {**spec.defaulted_spec(), "gateway": {"hostname": "x"}})
+                                 for component in plan.order(list(components.COMPONENTS))]).values()) + 1
+    assert stage_hosts == [f"servingstack_stage_{number}" for number in range(1, max(deepest, depth) + 1)]
+    assert all(play.get("strategy") == "free" for play in plays if play["hosts"] in stage_hosts)
+
+
+@st.composite
+def random_plans(draw) -> list[dict]:
+    count = draw(st.integers(min_value=1, max_value=8))
+    entries = []
+    for index in range(count):
+        needs = draw(st.lists(st.sampled_from([f"c{n}" for n in range(index)]), unique=True, max_size=3)) if index else []
+        entries.append(entry(f"c{index}", tuple(needs), draw(st.integers(min_value=0, max_value=3))))
+    return entries
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_plans())
+def test_any_plan_gets_a_valid_schedule_no_shorter_than_its_critical_path_nor_longer_than_serial(entries):
+    stages = schedule.stages(entries)
+    check_valid(entries, stages)
+    assert schedule.critical_path(entries) <= schedule.estimate(entries) <= sum(map(schedule.weight, entries))
+    assert len(stages) <= max(schedule.depths(entries).values()) + 1
