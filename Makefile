@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 COLLECTIONS := .collections
 SPEC ?= examples/servingstack.yaml
 STAMP := $(VENV)/.installed
+# Where the benchmarks are: the collection's, and the API stand-in's own (testing/standin/tests).
+BENCHES := tests/bench testing/standin/tests
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -31,10 +33,11 @@ plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print i
 
 # Two workers (this project's CI has 2 cores); --dist loadfile keeps each test module's ordered,
 # shared-cluster tests on one worker. Benchmarks run afterwards, alone, so their ratios are not
-# skewed by the other worker.
+# skewed by the other worker. pyproject.toml's testpaths cover tests/ (the collection's tests) and testing/
+# (the test charts' and the API stand-in's self-tests).
 test: $(STAMP) ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default, then the benchmarks.
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench" --durations=20
-	$(BIN)/python -m pytest -p no:xdist -m bench -s tests/bench
+	$(BIN)/python -m pytest -p no:xdist -m bench -s $(BENCHES)
 
 # The tests that drive a real helm binary; HELM_MAJOR=3 or 4 picks one (both when unset, as in `make test`).
 test-helm: $(STAMP) ## Run the real-helm tests (HELM_MAJOR=4 for helm 4 only).
@@ -46,8 +49,8 @@ unit: $(STAMP) ## Run the fast unit tests only.
 lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
-bench: $(STAMP) ## Run the benchmarks in tests/bench and print their ratios.
-	$(BIN)/python -m pytest -p no:xdist -m bench -s tests/bench
+bench: $(STAMP) ## Run the benchmarks (tests/bench, the stand-in's) and print their ratios.
+	$(BIN)/python -m pytest -p no:xdist -m bench -s $(BENCHES)
 
 demo: $(STAMP) ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
 	SPEC=$(SPEC) tests/demo/run
