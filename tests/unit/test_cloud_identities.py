@@ -1,7 +1,7 @@
 """Every cloud identity type against local stand-ins of its token service and a Kubernetes API that demands the token.
 
-The fake Google token URI, STS and Nebius IAM (fake_clouds.py) verify signatures and forms; the API stand-in
-(tests/standin, `bearer_token=`) answers 401 Unauthorized without the token the fakes handed out.
+The fake Google token URI, STS and Nebius IAM (testing/doubles/fake_clouds.py) verify signatures and forms; the
+API stand-in (testing/standin, `bearer_token=`) answers 401 Unauthorized without the token the fakes handed out.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import pytest
 import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from fake_clouds import FakeClouds, b64url_decode, fake_clouds_fixture  # noqa: F401  # pylint: disable=unused-import
+from doubles.fake_clouds import FakeClouds, b64url_decode, fake_clouds_fixture  # noqa: F401  # pylint: disable=unused-import
+from doubles.token_endpoint import pem_private_key
 from standin import StandIn
 from standin import kubeconfig as standin_kubeconfig
-from token_endpoint import pem_private_key
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

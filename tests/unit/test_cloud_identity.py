@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 # Importing the fixture function registers the token_server fixture for this module.
-from token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import
+from doubles.token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import
 
 
 def _b64url_decode(part: str) -> bytes:

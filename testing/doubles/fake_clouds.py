@@ -35,7 +35,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
-from token_endpoint import _self_signed
+
+from .token_endpoint import _self_signed
 
 NEBIUS_AUDIENCE = "token-service.iam.new.nebiuscloud.net"
 STS_XMLNS = "https://sts.amazonaws.com/doc/2011-06-15/"

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, UPSTREAM
-from standin.fixtures import running_cluster
+from standin.fixtures import REPO, UPSTREAM, running_cluster
 from standin_http import Api
 
 GATEWAY_CRDS = UPSTREAM / "gateway-api" / "v1.5.1" / "experimental"
@@ -668,7 +667,7 @@ def test_cli_writes_kubeconfig_and_serves(tmp_path):
     import sys
 
     kubeconfig = tmp_path / "kc"
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "standin" / "run"),
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "run"),
                              "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

@@ -1,6 +1,6 @@
 """A TEST DOUBLE of the Kubernetes API server, for this repository's tests only.
 
-The collection never uses it. See tests/standin/README.md for what it implements and its gaps.
+The collection never uses it. See testing/standin/README.md for what it implements and its gaps.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import UPSTREAM
+from standin.fixtures import UPSTREAM
 
 GATEWAY_CRDS = UPSTREAM / "gateway-api" / "v1.5.1" / "experimental"
 

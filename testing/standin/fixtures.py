@@ -1,4 +1,5 @@
-"""pytest fixtures around the stand-in: `cluster`, `fresh_cluster`, `run_playbook` (loaded by tests/conftest.py)."""
+"""pytest fixtures around the stand-in: `cluster`, `fresh_cluster`, `run_playbook` (loaded by tests/conftest.py and
+testing/standin/tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from .auth import BearerCheck
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
+# Upstream CRDs the self-tests load (read at test time only, never copied into the repository).
+UPSTREAM = REPO.parent / "shared" / "upstream"
 RECAP = re.compile(r"^(\S+)\s*:\s*((?:\w+=\d+\s*)+)$")
 
 

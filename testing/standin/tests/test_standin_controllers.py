@@ -9,10 +9,10 @@ import time
 
 import pytest
 import yaml
-from conftest import UPSTREAM
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from standin.controllers import issue_certificate
+from standin.fixtures import UPSTREAM
 from standin_http import Api
 
 CERT_MANAGER_CRDS = UPSTREAM / "cert-manager" / "crds"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import UPSTREAM
+from standin.fixtures import UPSTREAM
 from standin_http import Api
 
-HERE = Path(__file__).parent / "standin_playbooks"
+HERE = Path(__file__).parent / "playbooks"
 GATEWAY_CRDS = UPSTREAM / "gateway-api" / "v1.5.1" / "experimental"
 
 pytestmark = [pytest.mark.playbook,

@@ -1,0 +1,438 @@
+"""AWX / Automation Controller configuration: playbooks/vars/awx.yml and playbooks/awx_setup.yml.
+
+The vars are checked against what AWX itself accepts (its survey, credential-type injector and schedule rrule
+validation, ported from AWX's API serializers and fields), and against this repository (playbooks, the
+inventory file, the roles' variables).
+
+awx.awx is not installable here (Galaxy is unreachable and the `ansible` package on PyPI does not carry it),
+so awx_setup.yml runs against a stand-in awx.awx written into a temporary collections path: one module per
+awx.awx module the playbook calls, accepting exactly that module's options (as awx.awx's argument_spec
+names them) and recording each call. That checks the playbook's option names, order and no_log, not AWX.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+from dateutil import rrule as dateutil_rrule
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PLAYBOOK = REPO / "playbooks" / "awx_setup.yml"
+VARS = REPO / "playbooks" / "vars" / "awx.yml"
+
+# awx.awx 24.6.1's argument_spec of each module awx_setup.yml calls (awx_collection/plugins/modules/*.py),
+# plus the connection options every awx.awx module takes (module_utils/controller_api.py).
+AWX_OPTIONS = {
+    "credential_type": ["description", "injectors", "inputs", "kind", "name", "new_name", "state"],
+    "credential": ["copy_from", "credential_type", "description", "inputs", "name", "new_name", "organization",
+                   "state", "team", "update_secrets", "user"],
+    "execution_environment": ["credential", "description", "image", "name", "new_name", "organization", "pull",
+                              "state"],
+    "project": ["allow_override", "copy_from", "credential", "custom_virtualenv", "default_environment",
+                "description", "interval", "local_path", "name", "new_name", "notification_templates_error",
+                "notification_templates_started", "notification_templates_success", "organization", "scm_branch",
+                "scm_clean", "scm_delete_on_update", "scm_refspec", "scm_track_submodules", "scm_type",
+                "scm_update_cache_timeout", "scm_update_on_launch", "scm_url", "signature_validation_credential",
+                "state", "timeout", "update_project", "wait"],
+    "inventory": ["copy_from", "description", "host_filter", "input_inventories", "instance_groups", "kind", "name",
+                  "new_name", "organization", "prevent_instance_group_fallback", "state", "variables"],
+    "inventory_source": ["credential", "custom_virtualenv", "description", "enabled_value", "enabled_var",
+                         "execution_environment", "host_filter", "inventory", "limit", "name", "new_name",
+                         "notification_templates_error", "notification_templates_started",
+                         "notification_templates_success", "organization", "overwrite", "overwrite_vars",
+                         "scm_branch", "source", "source_path", "source_project", "source_vars", "state", "timeout",
+                         "update_cache_timeout", "update_on_launch", "verbosity"],
+    "job_template": ["allow_simultaneous", "ask_credential_on_launch", "ask_diff_mode_on_launch",
+                     "ask_execution_environment_on_launch", "ask_forks_on_launch", "ask_instance_groups_on_launch",
+                     "ask_inventory_on_launch", "ask_job_slice_count_on_launch", "ask_job_type_on_launch",
+                     "ask_labels_on_launch", "ask_limit_on_launch", "ask_scm_branch_on_launch",
+                     "ask_skip_tags_on_launch", "ask_tags_on_launch", "ask_timeout_on_launch",
+                     "ask_variables_on_launch", "ask_verbosity_on_launch", "become_enabled", "copy_from", "credential",
+                     "credentials", "custom_virtualenv", "description", "diff_mode", "execution_environment",
+                     "extra_vars", "force_handlers", "forks", "host_config_key", "instance_groups", "inventory",
+                     "job_slice_count", "job_tags", "job_type", "labels", "limit", "name", "new_name",
+                     "notification_templates_error", "notification_templates_started",
+                     "notification_templates_success", "organization", "playbook", "prevent_instance_group_fallback",
+                     "project", "scm_branch", "skip_tags", "start_at_task", "state", "survey_enabled", "survey_spec",
+                     "timeout", "use_fact_cache", "vault_credential", "verbosity", "webhook_credential",
+                     "webhook_service"],
+    "schedule": ["credentials", "description", "diff_mode", "enabled", "execution_environment", "extra_data", "forks",
+                 "instance_groups", "inventory", "job_slice_count", "job_tags", "job_type", "labels", "limit", "name",
+                 "new_name", "organization", "rrule", "scm_branch", "skip_tags", "state", "timeout",
+                 "unified_job_template", "verbosity"],
+}
+AWX_CONNECTION_OPTIONS = ["controller_host", "controller_username", "controller_password", "controller_oauthtoken",
+                          "validate_certs", "request_timeout", "controller_config_file"]
+
+STAND_IN_MODULE = '''#!/usr/bin/python
+"""Stand-in for awx.awx.{name} (tests/integration/test_awx_setup.py): takes its options, records the call."""
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+OPTIONS = {options!r}
+
+
+def main():
+    spec = {{option: dict(type="raw") for option in OPTIONS}}
+    for secret in ("controller_password", "controller_oauthtoken"):
+        spec[secret]["no_log"] = True
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    params = {{k: v for k, v in module.params.items() if v is not None}}
+    with open(os.environ["AWX_STAND_IN_LOG"], "a") as log:
+        log.write(json.dumps({{"module": "{name}", "check_mode": module.check_mode, "params": params}}) + "\\n")
+    module.exit_json(changed=True)
+
+
+main()
+'''
+
+# AWX's survey question types (awx/main/models/mixins.py SURVEY_TYPE_MAPPING) and what env injectors may not set
+# (awx/main/constants.py ENV_BLOCKLIST; awx/main/fields.py also refuses ANSIBLE_*).
+SURVEY_TYPES = {"text": str, "textarea": str, "password": str, "integer": int, "float": (float, int),
+                "multiplechoice": str, "multiselect": str}
+ENV_BLOCKLIST = {"VIRTUAL_ENV", "PATH", "PYTHONPATH", "JOB_ID", "INVENTORY_ID", "INVENTORY_SOURCE_ID",
+                 "INVENTORY_UPDATE_ID", "AD_HOC_COMMAND_ID", "REST_API_URL", "REST_API_TOKEN", "MAX_EVENT_RES",
+                 "CALLBACK_QUEUE", "CALLBACK_CONNECTION", "CACHE", "JOB_CALLBACK_DEBUG", "INVENTORY_HOSTVARS",
+                 "AWX_HOST", "PROJECT_REVISION", "SUPERVISOR_CONFIG_PATH"}
+SECRET_LIKE = re.compile(r"pass|secret|token|key|credential|kubeconfig|cert|auth", re.IGNORECASE)
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters:
+  - name: management
+    cluster: {server: "https://management.invalid:6443"}
+users:
+  - name: admin
+    user: {token: "stand-in-management-token-9f8e7d"}
+contexts:
+  - name: management
+    context: {cluster: management, user: admin}
+current-context: management
+"""
+
+
+class Unsafe(str):
+    """A `!unsafe` string: Ansible passes it on untemplated."""
+
+
+class _VarsLoader(yaml.SafeLoader):
+    pass
+
+
+_VarsLoader.add_constructor("!unsafe", lambda loader, node: Unsafe(loader.construct_scalar(node)))
+
+
+@pytest.fixture(scope="module")
+def awx() -> dict:
+    return yaml.load(VARS.read_text(), Loader=_VarsLoader)  # a SafeLoader that also knows !unsafe
+
+
+def _names(awx: dict, key: str) -> set[str]:
+    return {item["name"] for item in awx[key]}
+
+
+def test_every_job_template_runs_a_playbook_of_this_repository_with_objects_the_vars_define(awx: dict):
+    by_playbook: dict[str, list[dict]] = {}
+    for template in awx["controller_templates"]:
+        assert (REPO / template["playbook"]).is_file(), f"{template['name']}: {template['playbook']} does not exist"
+        assert template["project"] in _names(awx, "controller_projects")
+        assert template["inventory"] in _names(awx, "controller_inventories")
+        assert template["execution_environment"] in _names(awx, "controller_execution_environments")
+        assert set(template["credentials"]) <= _names(awx, "controller_credentials")
+        assert template["forks"] >= 10  # README: at least the number of components (8 on a Dynamo stack)
+        by_playbook.setdefault(template["playbook"], []).append(template)
+    converge = [t for t in by_playbook["playbooks/site.yml"] if t["job_type"] == "run"]
+    check = [t for t in by_playbook["playbooks/site.yml"] if t["job_type"] == "check"]
+    assert len(converge) == 1 and not converge[0].get("diff_mode")
+    assert len(check) == 1 and check[0]["diff_mode"] is True
+    assert {"playbooks/teardown.yml", "playbooks/status.yml"} <= set(by_playbook)
+
+
+def _survey_errors(survey: dict) -> list[str]:
+    """What AWX's survey_spec endpoint refuses (awx/api/views JobTemplateSurveySpec._validate_spec_data)."""
+    errors = [f"{field}: missing or not {kind.__name__}" for field, kind in
+              (("name", str), ("description", str), ("spec", list)) if not isinstance(survey.get(field), kind)]
+    seen: set[str] = set()
+    for index, question in enumerate(survey.get("spec") or []):
+        where = f"spec[{index}]"
+        for field, kind in (("type", str), ("question_name", str), ("variable", str), ("required", bool)):
+            if not isinstance(question.get(field), kind):
+                errors.append(f"{where}.{field}: missing or not {kind.__name__}")
+        if question.get("variable") in seen:
+            errors.append(f"{where}.variable: {question['variable']} is asked twice")
+        seen.add(question.get("variable"))
+        kind = question.get("type")
+        if kind not in SURVEY_TYPES:
+            errors.append(f"{where}.type: {kind} is not one of {', '.join(SURVEY_TYPES)}")
+            continue
+        default = question.get("default", "")
+        if default != "" and not isinstance(default, SURVEY_TYPES[kind]):
+            errors.append(f"{where}.default: {default!r} is not a {kind} answer")
+        if kind in ("multiplechoice", "multiselect"):
+            choices = question.get("choices")
+            if not choices:
+                errors.append(f"{where}.choices: required for {kind}")
+            elif default != "" and default not in choices:
+                errors.append(f"{where}.default: {default!r} is not one of the choices {choices}")
+    return errors
+
+
+def test_every_survey_is_one_awx_accepts_and_asks_for_nothing_secret(awx: dict):
+    role_variables = set(yaml.safe_load((REPO / "roles/servingstack/meta/argument_specs.yml").read_text())
+                         ["argument_specs"]["main"]["options"])
+    for template in awx["controller_templates"]:
+        survey = template.get("survey_spec")
+        assert bool(survey) == template["survey_enabled"], template["name"]
+        if not survey:
+            continue
+        assert _survey_errors(survey) == [], template["name"]
+        for question in survey["spec"]:
+            assert question["type"] != "password", f"{template['name']}: {question['variable']}"
+            assert not SECRET_LIKE.search(question["variable"]), f"{template['name']}: {question['variable']}"
+            if question["variable"] != "servingstack_teardown_confirmed":
+                assert question["variable"] in role_variables, f"{question['variable']} is no variable of the roles"
+            # No survey answer may name what a ServingStack host carries: extra vars would override every host's.
+            assert question["variable"] not in {"servingstack_name", "servingstack_namespace", "servingstack_src",
+                                                "servingstack_kubeconfig", "servingstack_definition"}
+
+
+def test_teardown_cannot_be_launched_without_its_confirmation(awx: dict):
+    teardown = next(t for t in awx["controller_templates"] if t["playbook"] == "playbooks/teardown.yml")
+    confirm = next(q for q in teardown["survey_spec"]["spec"] if q["variable"] == "servingstack_teardown_confirmed")
+    # Required, a single choice and no default: AWX refuses a launch (UI, API, schedule) that does not pick it.
+    assert confirm["required"] is True and "default" not in confirm and len(confirm["choices"]) == 1
+    crds = next(q for q in teardown["survey_spec"]["spec"] if q["variable"] == "servingstack_remove_crds")
+    assert crds["default"] == "false"
+
+
+class _Files:
+    """`tower.filename` without a single-file injector: only its named files, and no string of its own."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.__dict__.update(names)
+
+    def __str__(self) -> str:
+        raise jinja2.UndefinedError("Must define unnamed file injector in order to reference `tower.filename`.")
+
+
+def _injector_errors(credential_type: dict) -> list[str]:
+    """What AWX refuses in a credential type's injectors (awx/main/fields.py CredentialTypeInjectorField)."""
+    injectors, errors = credential_type["injectors"], []
+    fields = {f["id"]: "EXAMPLE" for f in credential_type["inputs"]["fields"]}
+    templates = [key for key in injectors.get("file", {}) if key.startswith("template")]
+    if set(injectors) - {"file", "env", "extra_vars"}:
+        errors.append(f"injectors: unknown kinds {set(injectors) - {'file', 'env', 'extra_vars'}}")
+    filename = "EXAMPLE_FILENAME" if templates == ["template"] else _Files(
+        {name.split(".", 1)[1]: "EXAMPLE_FILENAME" for name in templates})
+    namespace = {**fields, "tower": type("Tower", (), {"filename": filename})()}
+    environment = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined)
+    for kind in ("file", "env"):
+        for key, template in injectors.get(kind, {}).items():
+            if kind == "env" and (key.startswith("ANSIBLE_") or key in ENV_BLOCKLIST):
+                errors.append(f"injectors.env.{key}: AWX does not let a credential set it")
+            if not isinstance(template, Unsafe):
+                errors.append(f"injectors.{kind}.{key}: not !unsafe, so Ansible would render it before AWX does")
+            try:
+                environment.from_string(template).render(namespace)
+            except jinja2.TemplateError as error:
+                errors.append(f"injectors.{kind}.{key}: {error}")
+    return errors
+
+
+def test_the_credential_type_injects_the_management_kubeconfig_as_a_file(awx: dict):
+    (credential_type,) = awx["controller_credential_types"]
+    assert credential_type["kind"] == "cloud"  # custom types are cloud or net; cloud ones attach to inventory sources
+    assert _injector_errors(credential_type) == []
+    (field,) = credential_type["inputs"]["fields"]
+    assert field["id"] == "kubeconfig" and field["secret"] is True and field["multiline"] is True
+    injectors = credential_type["injectors"]
+    assert injectors["file"] == {"template": "{{ kubeconfig }}"}
+    assert injectors["env"]["K8S_AUTH_KUBECONFIG"] == "{{ tower.filename }}"
+    # kubernetes.core.helm would take K8S_AUTH_CONTEXT as a context next to the target's CA and refuse.
+    assert "K8S_AUTH_CONTEXT" not in injectors["env"] and "extra_vars" not in injectors
+
+    (credential,) = awx["controller_credentials"]
+    assert credential["credential_type"] == credential_type["name"]
+    assert set(credential["inputs"]) == {"kubeconfig"}
+    assert "lookup('ansible.builtin.file', modelplane_awx_management_kubeconfig)" in credential["inputs"]["kubeconfig"]
+    sources = awx["controller_inventory_sources"]
+    assert {s["credential"] for s in sources} == {credential["name"]}
+
+
+def test_the_credential_type_check_catches_what_awx_refuses(awx: dict):
+    bad = {"inputs": {"fields": [{"id": "kubeconfig"}]},
+           "injectors": {"env": {"ANSIBLE_CONFIG": Unsafe("{{ tower.filename }}"), "PATH": Unsafe("x"),
+                                 "K8S_AUTH_KUBECONFIG": "{{ tower.filename }}", "X": Unsafe("{{ token }}")}}}
+    errors = _injector_errors(bad)
+    assert any("ANSIBLE_CONFIG: AWX does not" in e for e in errors) and any("PATH: AWX does not" in e for e in errors)
+    assert any("K8S_AUTH_KUBECONFIG: not !unsafe" in e for e in errors)
+    assert any("injectors.env.X" in e and "token" in e for e in errors)  # an input the type does not have
+    assert any("ANSIBLE_CONFIG" in e and "filename" in e for e in errors)  # no file injector: no tower.filename
+
+
+def _rrule_errors(value: str) -> list[str]:
+    """What AWX refuses in a schedule's rrule (awx/api/serializers.py SchedulePreviewSerializer.validate_rrule)."""
+    errors = []
+    dtstarts = re.findall(r".*?(DTSTART(;[^:]+)?\:[0-9]+T[0-9]+Z?)", value)
+    if len(dtstarts) != 1:
+        errors.append("exactly one DTSTART is required")
+    if re.findall(r".*?(DTSTART:[0-9]+T[0-9]+) ", value):
+        errors.append("DTSTART must not be a naive datetime")
+    rules = re.findall(r".*?(RULE\:[^\s]*)", value)
+    if not rules or any(kind in value.lower() for kind in ("exdate:", "rdate:")):
+        errors.append("one RRULE and no EXDATE/RDATE")
+    errors += [f"{rule}: INTERVAL required" for rule in rules if "interval" not in rule.lower()]
+    errors += [f"{rule}: SECONDLY unsupported" for rule in rules if "secondly" in rule.lower()]
+    try:
+        parsed = dateutil_rrule.rrulestr(value, forceset=True)
+        if any(r._dtstart.tzinfo is None for r in parsed._rrule):  # as AWX checks
+            errors.append("DTSTART needs a TZID")
+    except (ValueError, TypeError) as error:
+        errors.append(f"rrule parsing: {error}")
+    return errors
+
+
+def test_the_schedule_converges_on_an_rrule_awx_accepts(awx: dict):
+    (schedule,) = awx["controller_schedules"]
+    assert _rrule_errors(schedule["rrule"]) == []
+    assert _rrule_errors("DTSTART:20260101T000000 RRULE:FREQ=HOURLY") != []  # the check has teeth
+    converge = next(t for t in awx["controller_templates"] if t["playbook"] == "playbooks/site.yml"
+                    and t["job_type"] == "run")
+    assert schedule["unified_job_template"] == converge["name"]
+    # A scheduled launch answers no survey: every required question of the template needs a default.
+    assert all("default" in q for q in converge["survey_spec"]["spec"] if q["required"])
+    occurrences = dateutil_rrule.rrulestr(schedule["rrule"], forceset=True)
+    first, second = occurrences[0], occurrences[1]
+    assert (second - first).total_seconds() == 3600
+
+
+def test_the_inventory_source_reads_the_servingstacks_with_the_inventory_plugin(awx: dict):
+    (source,) = awx["controller_inventory_sources"]
+    assert source["source"] == "scm" and source["source_project"] in _names(awx, "controller_projects")
+    assert source["inventory"] in _names(awx, "controller_inventories")
+    inventory_file = REPO / source["source_path"]
+    assert inventory_file.name.endswith(".servingstacks.yml")
+    assert yaml.safe_load(inventory_file.read_text())["plugin"] == "modelplane.serving.servingstacks"
+    assert source["update_on_launch"] is True and source["execution_environment"] in _names(
+        awx, "controller_execution_environments")
+
+
+# ---- awx_setup.yml against the awx.awx stand-in ----
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("awx_stand_in")
+    modules = root / "ansible_collections" / "awx" / "awx" / "plugins" / "modules"
+    modules.mkdir(parents=True)
+    for name, options in AWX_OPTIONS.items():
+        (modules / f"{name}.py").write_text(STAND_IN_MODULE.format(name=name, options=options + AWX_CONNECTION_OPTIONS))
+    return root
+
+
+def _playbook(stand_in: Path, tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, list]:
+    log = tmp_path / "awx-calls.jsonl"
+    environ = {key: value for key, value in os.environ.items()
+               if not key.startswith(("CONTROLLER_", "TOWER_", "MODELPLANE_"))}
+    environ.update({
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": f"{stand_in}{os.pathsep}{REPO / '.collections'}",
+        "ANSIBLE_NOCOLOR": "1",
+        "AWX_STAND_IN_LOG": str(log),
+        **env,
+    })
+    result = subprocess.run([str(BIN / "ansible-playbook"), str(PLAYBOOK), *args], cwd=REPO, env=environ,
+                            capture_output=True, text=True, timeout=300, check=False)
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return result, calls
+
+
+def test_awx_setup_passes_the_syntax_check(stand_in: Path, tmp_path: Path):
+    result, calls = _playbook(stand_in, tmp_path, "--syntax-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls == []
+
+
+def test_awx_setup_applies_the_vars_in_dependency_order_keeping_the_kubeconfig_out_of_the_output(
+        stand_in: Path, tmp_path: Path, awx: dict):
+    kubeconfig = tmp_path / "management.yaml"
+    kubeconfig.write_text(KUBECONFIG)
+    result, calls = _playbook(stand_in, tmp_path, CONTROLLER_HOST="https://awx.invalid",
+                              CONTROLLER_OAUTH_TOKEN="stand-in-controller-token",
+                              MODELPLANE_MANAGEMENT_KUBECONFIG=str(kubeconfig))
+    assert result.returncode == 0, result.stdout + result.stderr
+    order = [call["module"] for call in calls]
+    assert order == (["credential_type"] * len(awx["controller_credential_types"])
+                     + ["credential"] * len(awx["controller_credentials"])
+                     + ["execution_environment"] * len(awx["controller_execution_environments"])
+                     + ["project"] * len(awx["controller_projects"])
+                     + ["inventory"] * len(awx["controller_inventories"])
+                     + ["inventory_source"] * len(awx["controller_inventory_sources"])
+                     + ["job_template"] * len(awx["controller_templates"])
+                     + ["schedule"] * len(awx["controller_schedules"]))
+    by_module = {}
+    for call in calls:
+        by_module.setdefault(call["module"], []).append(call["params"])
+
+    credential_type = by_module["credential_type"][0]
+    assert credential_type["injectors"] == {  # passed on untemplated, for AWX to render at job start
+        "file": {"template": "{{ kubeconfig }}"},
+        "env": {"K8S_AUTH_KUBECONFIG": "{{ tower.filename }}", "KUBECONFIG": "{{ tower.filename }}"}}
+    credential = by_module["credential"][0]
+    assert credential["inputs"] == {"kubeconfig": KUBECONFIG.rstrip("\n")}  # the file lookup drops the last newline
+    assert credential["update_secrets"] is False
+    for secret in ("stand-in-management-token-9f8e7d", "stand-in-controller-token"):
+        assert secret not in result.stdout + result.stderr
+
+    templates = {params["name"]: params for params in by_module["job_template"]}
+    for template in awx["controller_templates"]:
+        sent = templates[template["name"]]
+        assert sent["playbook"] == template["playbook"] and sent["job_type"] == template["job_type"]
+        assert sent.get("survey_spec") == template.get("survey_spec")
+        assert sent["survey_enabled"] is template["survey_enabled"]
+        assert sent["credentials"] == template["credentials"] and sent["forks"] == template["forks"]
+    assert templates["Modelplane serving: check (diff)"]["diff_mode"] is True
+    source = by_module["inventory_source"][0]
+    assert (source["source"], source["source_path"]) == ("scm", "examples/awx/fleet.servingstacks.yml")
+    assert by_module["schedule"][0]["rrule"] == awx["controller_schedules"][0]["rrule"]
+    assert by_module["project"][0]["wait"] is True  # synced before templates name its playbooks
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"MODELPLANE_MANAGEMENT_KUBECONFIG": "{kubeconfig}"}, "CONTROLLER_HOST: not set, or no login"),
+    ({"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_USERNAME": "admin",
+      "MODELPLANE_MANAGEMENT_KUBECONFIG": "{kubeconfig}"}, "CONTROLLER_HOST: not set, or no login"),
+    ({"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_OAUTH_TOKEN": "t"},
+     "modelplane_awx_management_kubeconfig (MODELPLANE_MANAGEMENT_KUBECONFIG): not set"),
+    ({"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_OAUTH_TOKEN": "t",
+      "MODELPLANE_MANAGEMENT_KUBECONFIG": "{missing}"}, "{missing} is not a file"),
+    ({"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_OAUTH_TOKEN": "t",
+      "MODELPLANE_MANAGEMENT_KUBECONFIG": "{not_kubeconfig}"},
+     "{not_kubeconfig} is not a kubeconfig with clusters and a current-context"),
+])
+def test_awx_setup_refuses_a_missing_login_or_kubeconfig_before_calling_the_controller(
+        stand_in: Path, tmp_path: Path, env: dict[str, str], message: str):
+    paths = {"kubeconfig": tmp_path / "management.yaml", "missing": tmp_path / "nope.yaml",
+             "not_kubeconfig": tmp_path / "notes.txt"}
+    paths["kubeconfig"].write_text(KUBECONFIG)
+    paths["not_kubeconfig"].write_text("secret-looking-line: hunter2\n")
+    env = {key: value.format(**paths) for key, value in env.items()}
+    result, calls = _playbook(stand_in, tmp_path, **env)
+    assert result.returncode != 0
+    assert message.format(**paths) in result.stdout, result.stdout + result.stderr
+    assert calls == []
+    assert "hunter2" not in result.stdout + result.stderr and "Traceback" not in result.stdout + result.stderr
