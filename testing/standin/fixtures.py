@@ -130,9 +130,13 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
 
     def run_playbook(self, playbook: str | os.PathLike[str], *, extra_vars: dict[str, Any] | None = None,
                      check: bool = False, diff: bool = False, tags: list[str] | str | None = None,
-                     env: dict[str, str] | None = None, timeout: float = 600) -> PlaybookResult:
-        cmd = [str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
-               "-e", f"ansible_python_interpreter={sys.executable}"]
+                     env: dict[str, str] | None = None, timeout: float = 600, inventory: str | None = None,
+                     forks: int | None = None) -> PlaybookResult:
+        """ansible-playbook on localhost, or on ``inventory`` (a path, its hosts' connection their own)."""
+        cmd = [str(VENV_BIN / "ansible-playbook"), *(["-i", inventory] if inventory else ["-i", "localhost,", "-c", "local"]),
+               str(playbook), "-e", f"ansible_python_interpreter={sys.executable}"]
+        if forks:
+            cmd += ["--forks", str(forks)]
         if extra_vars:
             varfile = Path(tempfile.mkstemp(prefix="vars-", suffix=".yml", dir=self.workdir)[1])
             varfile.write_text(yaml.safe_dump(extra_vars))

@@ -215,3 +215,44 @@ def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[st
             entry["observedGeneration"] = generation
         merged.append(entry)
     return merged
+
+
+def ca_fingerprint(pem: str | None) -> str | None:
+    """``SHA256:AB:CD:...`` of the first certificate in ``pem`` (as ``openssl x509 -fingerprint -sha256``), or None."""
+    import hashlib
+
+    found = certificates(pem)
+    if not found:
+        return None
+    body = "".join(line for line in found[0].splitlines() if not line.startswith("-----"))
+    try:
+        der = base64.b64decode(body, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    digest = hashlib.sha256(der).hexdigest().upper()
+    return "SHA256:" + ":".join(digest[index:index + 2] for index in range(0, len(digest), 2))
+
+
+def summary(status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None, error: str | None) -> dict[str, Any]:
+    """One cluster's line of ``playbooks/status.yml``: ``address``, ``ca_fingerprint``, ``ready`` and ``error``.
+
+    ``ready`` is the ServingStack's Ready condition where the converge wrote one (True/False), else whether the
+    gateway has an address; None when the status could not be read (``error`` says why)."""
+    gateway = (status or {}).get("gateway") or {}
+    ready_condition = next((item for item in conditions or [] if item.get("type") == "Ready"), None)
+    if error:
+        ready = None
+    elif ready_condition is not None:
+        ready = ready_condition.get("status") == "True"
+    else:
+        ready = bool(gateway.get("address"))
+    return {"address": gateway.get("address"), "ca_fingerprint": ca_fingerprint(gateway.get("caCertificate")),
+            "ready": ready, "error": error_summary(error) if error else None}
+
+
+def summary_line(name: str, found: dict[str, Any]) -> str:
+    """``<name>: address <address|pending>, CA <fingerprint|->, Ready <True|False>`` or ``<name>: <error>``."""
+    if found.get("error"):
+        return f"{name}: cannot read the status: {found['error']}"
+    return (f"{name}: address {found.get('address') or 'pending'}, CA {found.get('ca_fingerprint') or '-'}, "
+            f"Ready {found.get('ready')}")

@@ -1,0 +1,28 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Filters of playbooks/status.yml: one summary per ServingStack (address, CA fingerprint, Ready)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
+
+
+def servingstack_status_summary(gateway_status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None = None,
+                                error: str | None = None) -> dict[str, Any]:
+    """address, ca_fingerprint, ready and error of one ServingStack (see status.summary)."""
+    return status.summary(gateway_status, conditions, error or None)
+
+
+def servingstack_status_lines(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """The lines status.yml prints, one per ServingStack (host name -> its summary), in host order."""
+    return [status.summary_line(name, found) for name, found in summaries.items()]
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "servingstack_status_summary": servingstack_status_summary,
+            "servingstack_status_lines": servingstack_status_lines,
+        }

@@ -1,0 +1,119 @@
+"""A fleet: ServingStack CRs on a stand-in management cluster, listed by the modelplane.serving.servingstacks
+inventory, each converging its own stand-in workload cluster through playbooks/site.yml. One workload cluster's
+API server is stopped: it fails alone, named at the end of the run, and every other cluster converges. The
+tests run in order on one fleet."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from stack_support import REPO, SITE, STATUS, UPSTREAM, chart_mirror, get, manifest, output, releases, stack_vars
+from standin.fixtures import running_cluster
+
+pytestmark = [
+    pytest.mark.playbook,
+    pytest.mark.slow,
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+]
+
+API = "infrastructure.modelplane.ai/v1alpha1"
+NAMESPACE = "fleet"
+HEALTHY = ("east-1", "east-2", "west-1", "west-2")
+BROKEN = "broken-1"
+RELEASES = 9  # the Standard stack's Helm releases
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """(management cluster, {name: workload cluster}, inventory file): a ServingStack CR and kubeconfig Secret per
+    workload cluster on the management cluster; the broken cluster's API server is stopped once its CR exists."""
+    with contextlib.ExitStack() as stack:
+        management = stack.enter_context(running_cluster(tmp_path_factory.mktemp("management"),
+                                                         simulate_controllers=False))
+        management.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
+        workloads = {name: stack.enter_context(running_cluster(tmp_path_factory.mktemp(name)))
+                     for name in (*HEALTHY, BROKEN)}
+        documents: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
+        for name, workload in workloads.items():
+            doc = manifest()
+            doc["metadata"] = {"name": name, "namespace": NAMESPACE, "labels": {"region": name.split("-")[0]}}
+            doc["spec"]["secrets"] = [{"type": "Kubeconfig", "secretRef": {"name": f"{name}-kubeconfig", "key": "kubeconfig"}}]
+            documents += [
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-kubeconfig", "namespace": NAMESPACE},
+                 "type": "Opaque", "data": {"kubeconfig": base64.b64encode(Path(workload.kubeconfig).read_bytes()).decode()}},
+                doc,
+            ]
+        management.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
+        workloads[BROKEN].standin.stop()
+        inventory = management.workdir / "fleet.servingstacks.yml"
+        inventory.write_text(yaml.safe_dump({"plugin": "modelplane.serving.servingstacks", "namespaces": [NAMESPACE],
+                                             "kubeconfig": management.kubeconfig}))
+        yield management, workloads, str(inventory)
+
+
+def run_site(fleet, forks: int, **more):
+    management, workloads, inventory = fleet
+    extra = {key: value for key, value in stack_vars(next(iter(workloads.values()))).items()
+             if key not in ("servingstack_definition", "servingstack_kubeconfig")}
+    return management.run_playbook(SITE, inventory=inventory, forks=forks, extra_vars={**extra, **more}, timeout=1500)
+
+
+def recap_of(result, name: str) -> dict[str, int]:
+    return result.recap[f"{NAMESPACE}/{name}"]
+
+
+def test_the_fleet_converges_but_the_broken_cluster_which_fails_alone(fleet):
+    management, workloads, _inventory = fleet
+    result = run_site(fleet, forks=50)
+    assert result.rc != 0, output(result)
+    for name in HEALTHY:
+        found = releases(workloads[name])
+        assert len(found) == RELEASES and {r["status"] for r in found.values()} == {"deployed"}, (name, found)
+        assert recap_of(result, name)["failed"] == 0, output(result)
+        status = get(management, API, "ServingStack", name, NAMESPACE)["status"]
+        assert {c["type"]: c["status"] for c in status["conditions"]}["Synced"] == "True", (name, status)
+    assert recap_of(result, BROKEN)["failed"] == 1, output(result)
+    # The end of the run names the broken cluster and why: its API server does not answer.
+    summary = re.search(r"1 of 5 ServingStacks did not converge: (.*)", result.stdout)
+    assert summary and summary.group(1).startswith(f"{NAMESPACE}/{BROKEN}: "), output(result)
+    assert re.search(r"refused|cannot reach|Max retries|connect", summary.group(1), re.I), summary.group(1)
+
+
+def test_a_second_run_with_one_fork_changes_nothing_anywhere(fleet):
+    management, workloads, _inventory = fleet
+    revisions = {name: {r: v["revision"] for r, v in releases(workloads[name]).items()} for name in HEALTHY}
+    result = run_site(fleet, forks=1)
+    assert result.rc != 0 and recap_of(result, BROKEN)["failed"] == 1, output(result)
+    assert {host: counts["changed"] for host, counts in result.recap.items()} == dict.fromkeys(result.recap, 0), output(result)
+    assert {name: {r: v["revision"] for r, v in releases(workloads[name]).items()} for name in HEALTHY} == revisions
+
+
+def test_one_cluster_converges_from_scratch_with_one_fork(fleet):
+    management, workloads, inventory = fleet
+    name = HEALTHY[0]
+    teardown = management.run_playbook(REPO / "playbooks" / "teardown.yml", inventory=inventory, forks=1,
+                                       extra_vars={"servingstack_hosts": f"{NAMESPACE}/{name}"})
+    assert teardown.rc == 0 and releases(workloads[name]) == {}, output(teardown)
+    result = run_site(fleet, forks=1, servingstack_hosts=f"{NAMESPACE}/{name}")
+    assert result.rc == 0, output(result)
+    assert len(releases(workloads[name])) == RELEASES
+    # Its components still converged in stages of lanes, one lane at a time.
+    assert any(host.startswith(f"{NAMESPACE}/{name}/") for host in result.recap), result.recap
+
+
+def test_status_prints_one_line_per_cluster_and_writes_json(fleet, tmp_path):
+    management, _workloads, inventory = fleet
+    report = tmp_path / "fleet-status.json"
+    result = management.run_playbook(STATUS, inventory=inventory, extra_vars={"servingstack_status_file": str(report)})
+    assert result.rc != 0, output(result)  # the broken cluster has no status to read
+    for name in HEALTHY:
+        assert re.search(rf"{NAMESPACE}/{name}: address \S+, CA -, Ready True", result.stdout), output(result)
+    assert re.search(rf"{NAMESPACE}/{BROKEN}: .*(refused|connect)", result.stdout, re.I), output(result)
+    found = yaml.safe_load(report.read_text())
+    assert sorted(found) == sorted(f"{NAMESPACE}/{name}" for name in (*HEALTHY, BROKEN))
+    assert found[f"{NAMESPACE}/{HEALTHY[0]}"]["ready"] is True and found[f"{NAMESPACE}/{BROKEN}"]["error"]
