@@ -95,22 +95,6 @@ def baseline_play(plan: list[dict], values: dict[str, dict], objects: list[dict]
     return [{"name": "Baseline", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": tasks}]
 
 
-def critical_path(plan: list[dict]) -> int:
-    """The most helm waits one after another the plan imposes: a component's releases in turn, after the longest
-    chain of the components it needs."""
-    by_name = {entry["name"]: entry for entry in plan}
-    depth: dict[str, int] = {}
-
-    def chain(name: str) -> int:
-        if name not in depth:
-            entry = by_name[name]
-            depth[name] = len(entry["releases"]) + max((chain(need) for need in entry["needs"] if need in by_name),
-                                                       default=0)
-        return depth[name]
-
-    return max(chain(name) for name in by_name)
-
-
 def helm_processes(log: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
@@ -148,7 +132,7 @@ def converge_pair(workdir, ready_after: float, stack_plan: list[dict]) -> dict:
 
 
 def test_bench_standard_stack(tmp_path_factory):
-    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, spec
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, schedule, spec
 
     stack_plan = plan.build_plan(spec.validate(yaml.safe_load(EXAMPLE.read_text())).manifest["spec"])
     workdir = tmp_path_factory.mktemp("bench")
@@ -180,9 +164,11 @@ def test_bench_standard_stack(tmp_path_factory):
     print(f"fresh converge, workloads ready after {READY_AFTER:g}s: {waiting['ours']:.1f}s vs sequential baseline "
           f"{waiting['baseline']:.1f}s: {waiting['ratio']:.2f}x (target <= {CONVERGE_TARGET}x); "
           f"API requests {waiting['requests'][0]} vs {waiting['requests'][1]}")
-    path_floor = critical_path(stack_plan) * READY_AFTER + floor_s
-    print(f"critical-path floor {critical_path(stack_plan)} helm waits x {READY_AFTER:g}s + {floor_s:.1f}s = "
-          f"{path_floor:.1f}s: the converge takes {waiting['ours'] / path_floor:.2f}x that")
+    waits = schedule.critical_path(stack_plan)
+    path_floor = waits * READY_AFTER + floor_s
+    print(f"critical-path floor {waits} helm waits x {READY_AFTER:g}s + {floor_s:.1f}s = {path_floor:.1f}s: the "
+          f"converge takes {waiting['ours'] / path_floor:.2f}x that; its stages of lanes "
+          f"{schedule.stages(stack_plan)} take {schedule.estimate(stack_plan)} helm waits one after another")
     assert helm_processes(spied) == 0 and noop_writes == {}, (helm_processes(spied), noop_writes)
     assert noop_ratio <= NOOP_TARGET
     assert instant["ratio"] <= INSTANT_BOUND

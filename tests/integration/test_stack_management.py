@@ -99,7 +99,7 @@ def test_a_failed_converge_is_recorded_in_the_live_status(cluster, management):
     assert (synced["status"], synced["reason"]) == ("False", "CertManagerFailed"), synced
     assert ready["message"].startswith("cert_manager: "), ready
     assert "denied the request" in ready["message"], ready
-    assert "trust_manager: not converged: cert_manager (failed)" in ready["message"], ready
+    assert "trust_manager: not attempted: it needs cert_manager, which did not converge" in ready["message"], ready
     assert ready["observedGeneration"] == generation == status["observedGeneration"]
     components = {entry["name"]: entry for entry in status["components"]}
     assert components["cert_manager"] == {"name": "cert_manager", "ready": False}, components
