@@ -86,8 +86,8 @@ def test_a_gateway_not_programmed_gives_its_condition_message(cluster, tmp_path)
 
 
 def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluster, tmp_path):
-    """servingstack_parallel false (the role in any play): the first failed component stops the rest, and the
-    role's rescue writes it, and the ones it stopped, to the live status before the run fails."""
+    """servingstack_parallel false (the role in any play): a failed component stops the components that need it,
+    and the role writes it, and the ones it stopped, to the live status before the run fails."""
     import base64
     from pathlib import Path
 

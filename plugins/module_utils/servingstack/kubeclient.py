@@ -77,6 +77,14 @@ def _resource(client: Any, api_version: str, kind: str) -> Any | None:
         return None
 
 
+def serves(client: Any, api_version: str, kind: str) -> bool:
+    """Whether the cluster serves ``kind`` (a CRD's kind once the CRD is installed); KubeReadError if it cannot tell."""
+    try:
+        return _resource(client, api_version, kind) is not None
+    except Exception as error:
+        raise KubeReadError(f"discovering {kind} ({api_version}) failed: {_reason(error)}") from None
+
+
 def read(client: Any, ref: dict[str, Any]) -> Any:
     """One object (or None) when ``ref`` names one, else the list of matching objects.
 
