@@ -1,6 +1,6 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Filters of playbooks/status.yml: one summary per ServingStack (address, CA fingerprint, Ready)."""
+"""Filters that report on a fleet: one status summary per ServingStack (status.yml), failures on one line."""
 
 from __future__ import annotations
 
@@ -20,9 +20,15 @@ def servingstack_status_lines(summaries: dict[str, dict[str, Any]]) -> list[str]
     return [status.summary_line(name, found) for name, found in summaries.items()]
 
 
+def servingstack_task_error(message: Any) -> str:
+    """A failed task's message on one line, without the layers Ansible wraps around a lookup's error."""
+    return status.task_error(message)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "servingstack_status_summary": servingstack_status_summary,
             "servingstack_status_lines": servingstack_status_lines,
+            "servingstack_task_error": servingstack_task_error,
         }

@@ -42,7 +42,7 @@ def fleet(tmp_path_factory):
         for name, workload in workloads.items():
             doc = manifest()
             doc["metadata"] = {"name": name, "namespace": NAMESPACE, "labels": {"region": name.split("-")[0]}}
-            doc["spec"]["secrets"] = [{"type": "Kubeconfig", "secretRef": {"name": f"{name}-kubeconfig", "key": "kubeconfig"}}]
+            doc["spec"]["secrets"] = [{"type": "Kubeconfig", "name": f"{name}-kubeconfig", "key": "kubeconfig"}]
             documents += [
                 {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-kubeconfig", "namespace": NAMESPACE},
                  "type": "Opaque", "data": {"kubeconfig": base64.b64encode(Path(workload.kubeconfig).read_bytes()).decode()}},

@@ -256,3 +256,15 @@ def summary_line(name: str, found: dict[str, Any]) -> str:
         return f"{name}: cannot read the status: {found['error']}"
     return (f"{name}: address {found.get('address') or 'pending'}, CA {found.get('ca_fingerprint') or '-'}, "
             f"Ready {found.get('ready')}")
+
+
+_WRAPPERS = re.compile(
+    r"^(?:(?:Task|Action) failed: )*(?:Finalization of task args for '[^']+' failed: )?"
+    r"(?:Error while resolving value for '[^']+': )?(?:The lookup plugin '[^']+' failed: )?")
+
+
+def task_error(message: object) -> str:
+    """A failed task's message on one line, without the layers Ansible wraps around a lookup's or a template's
+    error ("Task failed: Finalization of task args for 'set_fact' failed: Error while resolving value for ...")."""
+    text = " ".join(str(message or "").split())
+    return _WRAPPERS.sub("", text) or "failed"
