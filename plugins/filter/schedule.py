@@ -1,6 +1,6 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Filters of the parallel converge of playbooks/site.yml (stages of lanes, see module_utils/servingstack/schedule.py)."""
+"""Filters of the parallel converge of playbooks/site.yml: stages of lanes (module_utils/servingstack/schedule.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schedule
 
 
-def servingstack_lane_hosts(lanes: list[dict[str, Any]], plan: list[dict[str, Any]], cluster: str) -> list[dict[str, Any]]:
+def servingstack_lane_hosts(lanes: list[dict[str, Any]], plan: list[dict[str, Any]],
+                            cluster: str) -> list[dict[str, Any]]:
     """The inventory hosts that converge one cluster's lanes (servingstack_spec's ``lanes``) in site.yml."""
     return schedule.lane_hosts(lanes, plan, cluster)
 

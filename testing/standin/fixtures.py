@@ -133,7 +133,8 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
                      env: dict[str, str] | None = None, timeout: float = 600, inventory: str | None = None,
                      forks: int | None = None) -> PlaybookResult:
         """ansible-playbook on localhost, or on ``inventory`` (a path, its hosts' connection their own)."""
-        cmd = [str(VENV_BIN / "ansible-playbook"), *(["-i", inventory] if inventory else ["-i", "localhost,", "-c", "local"]),
+        hosts = ["-i", inventory] if inventory else ["-i", "localhost,", "-c", "local"]
+        cmd = [str(VENV_BIN / "ansible-playbook"), *hosts,
                str(playbook), "-e", f"ansible_python_interpreter={sys.executable}"]
         if forks:
             cmd += ["--forks", str(forks)]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +109,44 @@ def write_verbs(result: Any) -> dict[str, int]:
 def output(result: Any) -> str:
     """What to show when a playbook run surprised a test."""
     return f"rc={result.rc} recap={result.recap}\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
+
+
+FLEET_NAMESPACE = "fleet"
+
+
+@contextlib.contextmanager
+def fleet_of(workdir: Path, names: list[str] | tuple[str, ...], *, broken: tuple[str, ...] = (),
+             ready_after: float = 0.0) -> Iterator[tuple[Any, dict[str, Any], str]]:
+    """(management cluster, {name: workload cluster}, inventory file): one stand-in per name, and a stand-in
+    management cluster holding, per name, a ServingStack CR (the Standard example, labelled with its region) and
+    the Secret with that cluster's kubeconfig, in namespace ``fleet``. The ``broken`` clusters' API servers are
+    stopped once their CRs exist. The inventory file reads the CRs through modelplane.serving.servingstacks."""
+    from standin.fixtures import running_cluster
+
+    with contextlib.ExitStack() as stack:
+        management = stack.enter_context(running_cluster(workdir / "management", simulate_controllers=False))
+        management.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
+        workloads = {name: stack.enter_context(running_cluster(workdir / name, ready_after=ready_after))
+                     for name in names}
+        documents: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FLEET_NAMESPACE}}]
+        for name, workload in workloads.items():
+            doc = manifest()
+            doc["metadata"] = {"name": name, "namespace": FLEET_NAMESPACE, "labels": {"region": name.split("-")[0]}}
+            doc["spec"]["secrets"] = [{"type": "Kubeconfig", "name": f"{name}-kubeconfig", "key": "kubeconfig"}]
+            kubeconfig = base64.b64encode(Path(workload.kubeconfig).read_bytes()).decode()
+            documents += [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": {"kubeconfig": kubeconfig},
+                           "metadata": {"name": f"{name}-kubeconfig", "namespace": FLEET_NAMESPACE}}, doc]
+        management.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
+        for name in broken:
+            workloads[name].standin.stop()
+        inventory = management.workdir / "fleet.servingstacks.yml"
+        inventory.write_text(yaml.safe_dump({"plugin": "modelplane.serving.servingstacks",
+                                             "namespaces": [FLEET_NAMESPACE], "kubeconfig": management.kubeconfig}))
+        yield management, workloads, str(inventory)
+
+
+def fleet_vars(workload: Any) -> dict[str, Any]:
+    """Extra vars of a fleet converge: the test charts and offline CRD URLs (each cluster's spec and kubeconfig
+    come from the inventory and the management cluster)."""
+    return {key: value for key, value in stack_vars(workload).items()
+            if key not in ("servingstack_definition", "servingstack_kubeconfig")}

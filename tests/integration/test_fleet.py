@@ -5,15 +5,12 @@ tests run in order on one fleet."""
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import re
-from pathlib import Path
 
 import pytest
 import yaml
-from stack_support import REPO, SITE, STATUS, UPSTREAM, chart_mirror, get, manifest, output, releases, stack_vars
-from standin.fixtures import running_cluster
+from stack_support import FLEET_NAMESPACE as NAMESPACE
+from stack_support import REPO, SITE, STATUS, UPSTREAM, fleet_of, fleet_vars, get, output, releases
 
 pytestmark = [
     pytest.mark.playbook,
@@ -22,7 +19,6 @@ pytestmark = [
 ]
 
 API = "infrastructure.modelplane.ai/v1alpha1"
-NAMESPACE = "fleet"
 HEALTHY = ("east-1", "east-2", "west-1", "west-2")
 BROKEN = "broken-1"
 RELEASES = 9  # the Standard stack's Helm releases
@@ -30,37 +26,15 @@ RELEASES = 9  # the Standard stack's Helm releases
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
-    """(management cluster, {name: workload cluster}, inventory file): a ServingStack CR and kubeconfig Secret per
-    workload cluster on the management cluster; the broken cluster's API server is stopped once its CR exists."""
-    with contextlib.ExitStack() as stack:
-        management = stack.enter_context(running_cluster(tmp_path_factory.mktemp("management"),
-                                                         simulate_controllers=False))
-        management.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
-        workloads = {name: stack.enter_context(running_cluster(tmp_path_factory.mktemp(name)))
-                     for name in (*HEALTHY, BROKEN)}
-        documents: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
-        for name, workload in workloads.items():
-            doc = manifest()
-            doc["metadata"] = {"name": name, "namespace": NAMESPACE, "labels": {"region": name.split("-")[0]}}
-            doc["spec"]["secrets"] = [{"type": "Kubeconfig", "name": f"{name}-kubeconfig", "key": "kubeconfig"}]
-            documents += [
-                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-kubeconfig", "namespace": NAMESPACE},
-                 "type": "Opaque", "data": {"kubeconfig": base64.b64encode(Path(workload.kubeconfig).read_bytes()).decode()}},
-                doc,
-            ]
-        management.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
-        workloads[BROKEN].standin.stop()
-        inventory = management.workdir / "fleet.servingstacks.yml"
-        inventory.write_text(yaml.safe_dump({"plugin": "modelplane.serving.servingstacks", "namespaces": [NAMESPACE],
-                                             "kubeconfig": management.kubeconfig}))
-        yield management, workloads, str(inventory)
+    """(management cluster, {name: workload cluster}, inventory file); the broken cluster's API server is stopped."""
+    with fleet_of(tmp_path_factory.mktemp("fleet"), (*HEALTHY, BROKEN), broken=(BROKEN,)) as found:
+        yield found
 
 
 def run_site(fleet, forks: int, **more):
     management, workloads, inventory = fleet
-    extra = {key: value for key, value in stack_vars(next(iter(workloads.values()))).items()
-             if key not in ("servingstack_definition", "servingstack_kubeconfig")}
-    return management.run_playbook(SITE, inventory=inventory, forks=forks, extra_vars={**extra, **more}, timeout=1500)
+    return management.run_playbook(SITE, inventory=inventory, forks=forks,
+                                   extra_vars={**fleet_vars(workloads[HEALTHY[0]]), **more}, timeout=1500)
 
 
 def recap_of(result, name: str) -> dict[str, int]:
@@ -70,7 +44,9 @@ def recap_of(result, name: str) -> dict[str, int]:
 def test_the_fleet_converges_but_the_broken_cluster_which_fails_alone(fleet):
     management, workloads, _inventory = fleet
     result = run_site(fleet, forks=50)
+    (management.workdir / "first-run.log").write_text(result.stdout)
     assert result.rc != 0, output(result)
+    assert {name: recap_of(result, name)["failed"] for name in HEALTHY} == dict.fromkeys(HEALTHY, 0), output(result)
     for name in HEALTHY:
         found = releases(workloads[name])
         assert len(found) == RELEASES and {r["status"] for r in found.values()} == {"deployed"}, (name, found)
@@ -85,11 +61,12 @@ def test_the_fleet_converges_but_the_broken_cluster_which_fails_alone(fleet):
 
 
 def test_a_second_run_with_one_fork_changes_nothing_anywhere(fleet):
-    management, workloads, _inventory = fleet
+    _management, workloads, _inventory = fleet
     revisions = {name: {r: v["revision"] for r, v in releases(workloads[name]).items()} for name in HEALTHY}
     result = run_site(fleet, forks=1)
     assert result.rc != 0 and recap_of(result, BROKEN)["failed"] == 1, output(result)
-    assert {host: counts["changed"] for host, counts in result.recap.items()} == dict.fromkeys(result.recap, 0), output(result)
+    changed = {host: counts["changed"] for host, counts in result.recap.items()}
+    assert changed == dict.fromkeys(result.recap, 0), output(result)
     assert {name: {r: v["revision"] for r, v in releases(workloads[name]).items()} for name in HEALTHY} == revisions
 
 

@@ -79,7 +79,8 @@ def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
     assert "mp-trust-manager" not in found, found
     assert "cert-manager did not converge" in result.stdout, output(result)
     assert ("cert_manager, trust_manager did not converge: cert_manager: " in result.stdout
-            and "trust_manager: not attempted: it needs cert_manager, which did not converge" in result.stdout), output(result)
+            and "trust_manager: not attempted: it needs cert_manager, which did not converge" in result.stdout), \
+        output(result)
     # Lane hosts record a failure without failing themselves (cert-manager and trust-manager share a lane), so
     # every later play runs; the last one fails the ServingStack's host, naming what did not converge.
     assert result.recap["localhost/cert_manager"]["rescued"] == 1 and result.recap["localhost"]["failed"] == 1

@@ -79,7 +79,7 @@ def test_a_component_needing_two_lanes_waits_for_the_next_stage():
 
 
 def test_a_component_with_slack_starts_late_when_that_shortens_the_converge():
-    # grove (2 waits) beside cert-manager (1) would make the first stage 2 long; beside the gateway (3), it costs nothing.
+    # grove (2 waits) beside cert-manager (1) would make the first stage 2 long; beside the gateway (3), it is free.
     entries = [entry("cm"), entry("grove", releases=2), entry("gw", ("cm",), releases=3), entry("tm", ("cm",))]
     stages = schedule.stages(entries)
     assert stages == [[["cm"]], [["gw"], ["grove"], ["tm"]]], stages
@@ -89,7 +89,8 @@ def test_a_component_with_slack_starts_late_when_that_shortens_the_converge():
 def test_lanes_and_lane_hosts_name_their_stage_weight_and_plan_entries():
     entries = [entry("a"), entry("b", ("a",)), entry("c", releases=3)]
     lanes = schedule.lanes(entries)
-    assert lanes == [{"stage": 1, "components": ["c"], "weight": 3}, {"stage": 1, "components": ["a", "b"], "weight": 2}]
+    assert lanes == [{"stage": 1, "components": ["c"], "weight": 3},
+                     {"stage": 1, "components": ["a", "b"], "weight": 2}]
     hosts = schedule.lane_hosts(lanes, entries, "team-a/gpu")
     assert [host["name"] for host in hosts] == ["team-a/gpu/c", "team-a/gpu/a"]
     assert hosts[1]["components"] == [entries[0], entries[1]] and hosts[1]["cluster"] == "team-a/gpu"
@@ -109,7 +110,8 @@ def test_site_has_a_stage_play_for_every_stage_any_plan_can_have():
     stage_hosts = [play["hosts"] for play in plays if str(play["hosts"]).startswith("servingstack_stage_")]
     deepest = max(len(schedule.stages(entries)) for _label, entries in table_plans())
     # Every depth of the table could be a stage of some plan; a missing play would leave its lanes unconverged.
-    depth = max(schedule.depths([plan.component_entry(component, {**spec.defaulted_spec(), "gateway": {"hostname": "x"}})
+    with_hostname = {**spec.defaulted_spec(), "gateway": {"hostname": "x"}}
+    depth = max(schedule.depths([plan.component_entry(component, with_hostname)
                                  for component in plan.order(list(components.COMPONENTS))]).values()) + 1
     assert stage_hosts == [f"servingstack_stage_{number}" for number in range(1, max(deepest, depth) + 1)]
     assert all(play.get("strategy") == "free" for play in plays if play["hosts"] in stage_hosts)
@@ -120,7 +122,8 @@ def random_plans(draw) -> list[dict]:
     count = draw(st.integers(min_value=1, max_value=8))
     entries = []
     for index in range(count):
-        needs = draw(st.lists(st.sampled_from([f"c{n}" for n in range(index)]), unique=True, max_size=3)) if index else []
+        earlier = [f"c{n}" for n in range(index)]
+        needs = draw(st.lists(st.sampled_from(earlier), unique=True, max_size=3)) if index else []
         entries.append(entry(f"c{index}", tuple(needs), draw(st.integers(min_value=0, max_value=3))))
     return entries
 

@@ -233,7 +233,8 @@ def ca_fingerprint(pem: str | None) -> str | None:
     return "SHA256:" + ":".join(digest[index:index + 2] for index in range(0, len(digest), 2))
 
 
-def summary(status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None, error: str | None) -> dict[str, Any]:
+def summary(status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None,
+            error: str | None) -> dict[str, Any]:
     """One cluster's line of ``playbooks/status.yml``: ``address``, ``ca_fingerprint``, ``ready`` and ``error``.
 
     ``ready`` is the ServingStack's Ready condition where the converge wrote one (True/False), else whether the
@@ -247,7 +248,7 @@ def summary(status: dict[str, Any] | None, conditions: list[dict[str, Any]] | No
     else:
         ready = bool(gateway.get("address"))
     return {"address": gateway.get("address"), "ca_fingerprint": ca_fingerprint(gateway.get("caCertificate")),
-            "ready": ready, "error": error_summary(error) if error else None}
+            "ready": ready, "error": error_summary(task_error(error)) if error else None}
 
 
 def summary_line(name: str, found: dict[str, Any]) -> str:

@@ -1,0 +1,76 @@
+"""Benchmark of a fleet: FLEET_SIZE stand-in workload clusters, each with its own API server, and a stand-in
+management cluster holding their ServingStack CRs (read by the modelplane.serving.servingstacks inventory).
+playbooks/site.yml converges the fleet with forks=10, fresh and then as a no-op re-run, against the same for one
+cluster of the fleet, in the same run (workloads ready after READY_AFTER seconds, as in test_bench_stack.py).
+
+Issue 12's targets: a no-op of a fleet of 20 <= 5x one cluster's no-op; a fresh fleet of 20 <= 4x one cluster's
+fresh converge. API requests and helm processes per cluster are printed (run with -s).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from stack_support import SITE, UPSTREAM, fleet_of, fleet_vars, releases
+
+pytestmark = [
+    pytest.mark.bench,
+    pytest.mark.slow,
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+]
+
+FLEET_SIZE = int(os.environ.get("FLEET_SIZE", "20"))
+FORKS = 10
+READY_AFTER = 10.0
+NOOP_TARGET = 5.0
+FRESH_TARGET = 4.0
+
+
+def converge(management, workloads, inventory, hosts: str, spy: dict[str, str]):
+    """(seconds, result) of site.yml over the inventory's hosts matching ``hosts``."""
+    start = time.perf_counter()
+    result = management.run_playbook(SITE, inventory=inventory, forks=FORKS, env=spy, timeout=3600,
+                                     extra_vars={**fleet_vars(next(iter(workloads.values()))),
+                                                 "servingstack_hosts": hosts})
+    return time.perf_counter() - start, result
+
+
+def helm_processes(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_bench_fleet(tmp_path_factory):
+    names = [f"cluster-{index:02d}" for index in range(FLEET_SIZE + 1)]
+    one, fleet = names[0], names[1:]
+    workdir = tmp_path_factory.mktemp("fleet-bench")
+    with fleet_of(workdir, names, ready_after=READY_AFTER) as (management, workloads, inventory):
+        spy_log = workdir / "helm.log"
+        spy = management.helm_spy(spy_log)
+        measured = {}
+        for label, hosts in (("one", f"fleet/{one}"), ("fleet", "servingstacks:!fleet/" + one)):
+            for run in ("fresh", "no-op"):
+                before_helm = helm_processes(spy_log)
+                before_requests = {name: workloads[name].stats()["total"] for name in names}
+                seconds, result = converge(management, workloads, inventory, hosts, spy)
+                assert result.rc == 0, result.stdout[-4000:]
+                if run == "no-op":
+                    assert result.changed == 0, result.stdout[-4000:]
+                clusters = 1 if label == "one" else FLEET_SIZE
+                requests = sum(workloads[name].stats()["total"] - before_requests[name] for name in names)
+                measured[label, run] = seconds
+                print(f"\n{label} ({clusters} cluster{'s' if clusters > 1 else ''}) {run}: {seconds:.1f}s, "
+                      f"{requests / clusters:.0f} API requests and "
+                      f"{(helm_processes(spy_log) - before_helm) / clusters:.1f} helm processes per cluster")
+        assert all(len(releases(workloads[name])) == 9 for name in names)
+    noop_ratio = measured["fleet", "no-op"] / measured["one", "no-op"]
+    fresh_ratio = measured["fleet", "fresh"] / measured["one", "fresh"]
+    print(f"fleet of {FLEET_SIZE} with forks={FORKS} vs one cluster: no-op {noop_ratio:.2f}x (target <= {NOOP_TARGET}x), "
+          f"fresh {fresh_ratio:.2f}x (target <= {FRESH_TARGET}x)")
+    assert noop_ratio <= NOOP_TARGET
+    assert fresh_ratio <= FRESH_TARGET
