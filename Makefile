@@ -14,7 +14,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee
+.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee crd
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ demo: $(STAMP) ## Converge examples/servingstack.yaml twice on a SIMULATED clust
 deploy: $(STAMP) ## Converge the real cluster SPEC's secrets name (TARGET_KUBECONFIG=path targets a cluster directly).
 	$(BIN)/ansible-playbook playbooks/site.yml -e servingstack_src=$(abspath $(SPEC)) \
 	  $(if $(TARGET_KUBECONFIG),-e servingstack_kubeconfig=$(abspath $(TARGET_KUBECONFIG)))
+
+crd: $(STAMP) ## Render crds/ from the ServingStack schema (plugins/module_utils/servingstack/schema.py).
+	$(BIN)/python tools/render_crd.py
 
 clean: ## Remove the virtualenv, collections and caches.
 	rm -rf $(VENV) $(COLLECTIONS) .pytest_cache .ruff_cache .hypothesis build

@@ -39,7 +39,8 @@ description:
 options:
   definition:
     description:
-      - The ServingStack manifest, as a mapping or as YAML text.
+      - The ServingStack manifest, as a mapping or as YAML text, validated on the controller (see the C(action)
+        attribute).
       - Exactly one of O(definition), O(src) and O(name) is required.
     type: raw
   src:
@@ -55,7 +56,7 @@ options:
     type: str
   namespace:
     description:
-      - Namespace of the live ServingStack named by O(name).
+      - Namespace of the live ServingStack named by O(name), and only with O(name) (a manifest names its own).
     type: str
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -66,11 +67,18 @@ attributes:
   diff_mode:
     support: none
     description: Nothing changes, so there is no diff.
+  action_group:
+    support: full
+    membership:
+      - modelplane.serving.servingstack
+    description: >-
+      C(module_defaults) for C(group/modelplane.serving.servingstack) set the management cluster's authentication
+      options once, for every module of the group (those that read or write a live ServingStack).
   action:
     support: full
     description: >-
-      An action plugin validates O(src) and O(definition) on the controller, in Ansible's own process,
-      with the same code and results as the module; only O(name) runs the module.
+      An action plugin checks the options against the module's argument spec, then reads and validates O(src) and
+      O(definition) on the controller, in Ansible's own process; only O(name) runs the module, on the host.
 notes:
   - The checks run before any cluster is contacted; only O(name) reads from a cluster, and only the ServingStack.
   - Messages never quote certificate contents or credentials.
@@ -246,15 +254,11 @@ errors:
       message: 70000 is above the maximum 65535
 """
 
-import copy
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import source
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec_options
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import outcome
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
@@ -272,37 +276,11 @@ except ImportError:  # only a live read needs kubernetes, and it checks with mod
         """Stands in for kubernetes.dynamic.exceptions.ResourceNotFoundError."""
 
 
-HIDDEN = "<not shown: it contains a PEM PRIVATE KEY block>"
-
-
-def redact(value: object) -> object:
-    """``value`` with every string holding a PEM private key replaced, for the echoed module arguments."""
-    if isinstance(value, str):
-        return HIDDEN if "PRIVATE KEY" in value else value
-    if isinstance(value, dict):
-        return {key: redact(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    return value
-
-
-class ServingStackModule(AnsibleModule):
-    """AnsibleModule whose echoed arguments (``invocation``) never carry a private key pasted into a definition."""
-
-    def _return_formatted(self, kwargs: dict) -> None:
-        kwargs.setdefault("invocation", {"module_args": redact(self.params)})
-        super()._return_formatted(kwargs)
-
-
-def argument_spec() -> dict:
-    options = copy.deepcopy(AUTH_ARG_SPEC)
-    options.update(
-        definition={"type": "raw"},
-        src={"type": "path"},
-        name={"type": "str"},
-        namespace={"type": "str"},
-    )
-    return options
+# src and definition stay in the argument spec, so they are documented and checked with the other options (as
+# kubernetes.core.k8s keeps its controller-side template option), but the action plugin reads them on the controller
+# and runs this module only for name.
+CONTROLLER_ONLY = ("the servingstack_spec action plugin reads src and definition on the controller; "
+                   "the module itself reads only a live ServingStack (name)")
 
 
 def read_live(module: AnsibleK8SModule, name: str, namespace: str) -> dict:
@@ -326,32 +304,17 @@ def read_live(module: AnsibleK8SModule, name: str, namespace: str) -> dict:
     return found.to_dict() if hasattr(found, "to_dict") else dict(found)
 
 
-def read(module: AnsibleK8SModule) -> tuple[object, list[Problem]]:
-    params = module.params
-    if params["name"] is not None:
-        if not params["namespace"]:
-            module.fail_json(msg="namespace is required with name (the live ServingStack's namespace)")
-        return read_live(module, params["name"], params["namespace"]), []
-    if params["namespace"] is not None:
-        module.fail_json(msg="namespace is used only with name; a manifest names its own namespace")
-    if params["src"] is not None:
-        return source.load_file(params["src"])
-    definition = params["definition"]
-    if isinstance(definition, str):
-        return source.load_yaml(definition, "definition")
-    return definition, []
-
-
 def main() -> None:
     module = AnsibleK8SModule(
-        module_class=ServingStackModule,
+        module_class=AnsibleModule,
         check_k8s=False,
-        argument_spec=argument_spec(),
-        mutually_exclusive=[("definition", "src", "name")],
-        required_one_of=[("definition", "src", "name")],
+        argument_spec=spec_options.argument_spec(),
         supports_check_mode=True,
+        **spec_options.RULES,
     )
-    result = outcome(*read(module))
+    if module.params["name"] is None:
+        module.fail_json(msg=CONTROLLER_ONLY)
+    result = outcome(read_live(module, module.params["name"], module.params["namespace"]), [])
     for warning in result.pop("warnings"):
         module.warn(warning)
     if result.get("failed"):

@@ -78,6 +78,13 @@ attributes:
   diff_mode:
     support: full
     description: Shows the old and new status.
+  action_group:
+    support: full
+    membership:
+      - modelplane.serving.servingstack
+    description: >-
+      C(module_defaults) for C(group/modelplane.serving.servingstack) set the management cluster's authentication
+      options once, for every module of the group (those that read or write a live ServingStack).
 requirements:
   - kubernetes >= 24.2.0
 """
@@ -139,9 +146,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status as stack_status
-
-API_VERSION = "infrastructure.modelplane.ai/v1alpha1"
-KIND = "ServingStack"
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
 
 def gateway_patch(current: dict, wanted: dict) -> dict:

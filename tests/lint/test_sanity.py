@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -93,3 +95,29 @@ def test_ansible_test_sanity_passes(collection_copy: Path, tmp_path: Path):
         cwd=collection_copy, env=env, capture_output=True, text=True, timeout=1200, check=False
     )
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-8000:]
+
+
+def supported_ansible_core() -> list[str]:
+    """The ansible-core minor versions the collection supports: meta/runtime.yml's floor, requirements.txt's range."""
+    floor = SpecifierSet(yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["requires_ansible"])
+    pinned = next(line.split("ansible-core", 1)[1] for line in (REPO / "requirements.txt").read_text().splitlines()
+                  if line.startswith("ansible-core"))
+    allowed = floor & SpecifierSet(pinned)
+    return [f"2.{minor}" for minor in range(10, 40) if Version(f"2.{minor}.0") in allowed]
+
+
+def test_one_sanity_ignore_file_per_supported_ansible_core():
+    # ansible-test reads only tests/sanity/ignore-<its own major.minor>.txt, so each supported version needs its own.
+    supported = supported_ansible_core()
+    assert supported, "no ansible-core version satisfies meta/runtime.yml and requirements.txt"
+    found = sorted(path.name for path in (REPO / "tests" / "sanity").glob("ignore-*.txt"))
+    assert found == [f"ignore-{version}.txt" for version in supported]
+
+
+@pytest.mark.parametrize("version", supported_ansible_core())
+def test_every_sanity_ignore_is_justified(version):
+    for number, line in enumerate((REPO / "tests" / "sanity" / f"ignore-{version}.txt").read_text().splitlines(), 1):
+        entry, separator, why = line.partition(" # ")
+        path = entry.split(" ")[0]
+        assert (REPO / path).is_file(), f"ignore-{version}.txt:{number}: {path} does not exist"
+        assert separator and len(why.strip()) > 10, f"ignore-{version}.txt:{number}: say why it is needed after ' # '"

@@ -118,8 +118,8 @@ def test_each_identity_mints_a_token_the_cloud_verified(fake_clouds, rsa_key, ki
 
 def test_the_eks_token_is_a_presigned_get_caller_identity_for_the_cluster(fake_clouds, rsa_key):
     register(fake_clouds, rsa_key)
-    token = ci.exchange(ci.AWS, aws_credential(fake_clouds), WHERE, post_to(fake_clouds),
-                        cluster={"name": EKS_ARN, "server": "https://x"})
+    token = ci.mint(ci.AWS, aws_credential(fake_clouds), WHERE, post_to(fake_clouds),
+                    cluster={"name": EKS_ARN, "server": "https://x"}).token
     assert token.startswith("k8s-aws-v1.") and "=" not in token
     url = b64url_decode(token[len("k8s-aws-v1."):]).decode()
     query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}

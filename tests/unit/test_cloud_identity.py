@@ -58,7 +58,7 @@ KUBECONFIG = yaml.safe_dump({
 
 
 def test_google_assertion_is_a_valid_rs256_jwt_for_the_account(rsa_key, sa_json):
-    account = ci.load_google_service_account(sa_json, "spec.secrets[1]")
+    account = ci.load_google_credential(sa_json, "spec.secrets[1]")
     token = ci.google_assertion(account, now=1_700_000_000)
     header_b64, claims_b64, signature_b64 = token.split(".")
     header = json.loads(_b64url_decode(header_b64))
@@ -74,7 +74,7 @@ def test_google_assertion_is_a_valid_rs256_jwt_for_the_account(rsa_key, sa_json)
     )
 
 
-def test_exchange_posts_the_jwt_bearer_grant_and_returns_the_token(sa_json):
+def test_mint_posts_the_jwt_bearer_grant_and_returns_the_token_and_its_expiry(sa_json):
     seen: dict[str, object] = {}
 
     def post(url: str, body: bytes) -> bytes:
@@ -82,8 +82,8 @@ def test_exchange_posts_the_jwt_bearer_grant_and_returns_the_token(sa_json):
         seen["form"] = urllib.parse.parse_qs(body.decode())
         return json.dumps({"access_token": "ya29.token", "expires_in": 3599, "token_type": "Bearer"}).encode()
 
-    token = ci.exchange(ci.GOOGLE, sa_json, "spec.secrets[1]", post=post, now=1_700_000_000)
-    assert token == "ya29.token"
+    minted = ci.mint(ci.GOOGLE, sa_json, "spec.secrets[1]", post=post, now=1_700_000_000)
+    assert (minted.token, minted.expires_at) == ("ya29.token", 1_700_000_000 + 3599)
     assert seen["url"] == "https://oauth2.example.test/token"
     form = seen["form"]
     assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
@@ -101,7 +101,7 @@ def test_exchange_posts_the_jwt_bearer_grant_and_returns_the_token(sa_json):
 )
 def test_bad_google_credentials_are_refused_without_echoing_them(credential, expected):
     with pytest.raises(ci.CredentialError) as error:
-        ci.exchange(ci.GOOGLE, credential, "spec.secrets[1]", post=lambda *args: b"{}")
+        ci.mint(ci.GOOGLE, credential, "spec.secrets[1]", post=lambda *args: b"{}")
     assert str(error.value).startswith("spec.secrets[1]: ")
     assert expected in str(error.value)
     assert credential not in str(error.value)
@@ -111,25 +111,27 @@ def test_a_non_rsa_key_is_refused(sa_json):
     info = json.loads(sa_json)
     info["private_key"] = _pem(ec.generate_private_key(ec.SECP256R1()))
     with pytest.raises(ci.CredentialError, match="not an RSA key"):
-        ci.exchange(ci.GOOGLE, json.dumps(info), "spec.secrets[1]", post=lambda *args: b"{}")
+        ci.mint(ci.GOOGLE, json.dumps(info), "spec.secrets[1]", post=lambda *args: b"{}")
 
 
 def test_a_token_endpoint_error_is_reported_by_its_oauth_error_code(sa_json):
     with pytest.raises(ci.CredentialError, match=r"no access_token \(invalid_grant\)"):
-        ci.exchange(ci.GOOGLE, sa_json, "spec.secrets[1]", post=lambda *args: b'{"error": "invalid_grant"}')
+        ci.mint(ci.GOOGLE, sa_json, "spec.secrets[1]", post=lambda *args: b'{"error": "invalid_grant"}')
 
 
 @pytest.mark.parametrize("identity_type", [ci.AWS, ci.NEBIUS])
 def test_other_identities_refuse_a_credential_that_is_not_json(identity_type):
     # Every type is supported; test_cloud_identities.py covers AWS and Nebius end to end.
     with pytest.raises(ci.CredentialError, match=r"^spec.secrets\[1\]: is not an? .*expected a JSON object"):
-        ci.exchange(identity_type, "whatever", "spec.secrets[1]", post=lambda *args: b"{}")
+        ci.mint(identity_type, "whatever", "spec.secrets[1]", post=lambda *args: b"{}")
 
 
-def test_kubeconfig_with_token_replaces_only_the_current_user():
-    rewritten = yaml.safe_load(ci.kubeconfig_with_token(KUBECONFIG, "ya29.token"))
+def test_kubeconfig_with_exec_replaces_only_the_current_user():
+    argv = ["/usr/bin/python3", "/private/plugin.py", "/private/config.json"]
+    rewritten = yaml.safe_load(ci.kubeconfig_with_exec(KUBECONFIG, argv))
     users = {u["name"]: u["user"] for u in rewritten["users"]}
-    assert users["gke-user"] == {"token": "ya29.token"}
+    assert users["gke-user"] == {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": argv[0],
+                                          "args": argv[1:], "interactiveMode": "Never", "provideClusterInfo": False}}
     assert users["other"] == {"token": "keep-me"}
     assert rewritten["current-context"] == "west"
     assert rewritten["clusters"] == yaml.safe_load(KUBECONFIG)["clusters"]
@@ -140,13 +142,7 @@ def test_kubeconfig_without_a_current_context_is_refused():
     config["contexts"].append({"name": "east", "context": {"cluster": "gke", "user": "other"}})
     del config["current-context"]
     with pytest.raises(ci.CredentialError, match="no current-context"):
-        ci.kubeconfig_with_token(yaml.safe_dump(config), "t")
-
-
-def test_select_cloud_identity_finds_the_entry_and_its_index():
-    secrets = [{"type": "Kubeconfig", "name": "k", "key": "k"}, {"type": ci.GOOGLE, "name": "g", "key": "k"}]
-    assert ci.select_cloud_identity(secrets) == (1, secrets[1])
-    assert ci.select_cloud_identity(secrets[:1]) is None
+        ci.kubeconfig_with_exec(yaml.safe_dump(config), ["plugin"])
 
 
 # --- the module's post_form against a real local HTTPS endpoint: verification is on by default ---

@@ -9,12 +9,23 @@ corpus lists them as ``MODULE_ONLY``.
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
+
 import celpy  # cel-python (tests/requirements.txt) evaluates the CRD's CEL rules
 import pytest
 import yaml
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import crd, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec
 from corpus import IGNORED, INVALID, MODULE_ONLY, VALID
-from servingstack_docs import CRD_FILE, crd_validator, strip_nulls
+from servingstack_docs import CRD_FILE, REPO, crd_validator, strip_nulls
+
+# The generator is a build-time tool (tools/, left out of the built collection), not part of the collection.
+TOOL = REPO / "tools" / "render_crd.py"
+_spec = importlib.util.spec_from_file_location("render_crd", TOOL)
+assert _spec and _spec.loader
+render_crd = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(render_crd)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +44,26 @@ def validator(schema):
 
 
 def test_the_file_is_the_rendering_of_schema_py():
-    assert CRD_FILE.read_text() == crd.render_yaml(), (
-        "crds/ is stale: regenerate it with the command in plugins/module_utils/servingstack/crd.py")
+    assert render_crd.CRD_FILE == CRD_FILE
+    assert CRD_FILE.read_text() == render_crd.render_yaml(), "crds/ is stale: regenerate it with tools/render_crd.py"
+
+
+def test_the_tool_checks_and_rewrites_the_file(tmp_path, monkeypatch):
+    stale = tmp_path / "servingstacks.yaml"
+    stale.write_text(CRD_FILE.read_text().replace("minLength: 1", "minLength: 2", 1))
+    monkeypatch.setattr(render_crd, "CRD_FILE", stale)
+    monkeypatch.setattr(render_crd, "REPO", tmp_path)
+    assert render_crd.main(["--check"]) == 1
+    assert render_crd.main([]) == 0
+    assert stale.read_text() == CRD_FILE.read_text()
+    assert render_crd.main(["--check"]) == 0
+
+
+def test_the_tool_runs_as_a_script():
+    # As `make crd` runs it: a plain interpreter, no conftest, the collection found through .collections.
+    completed = subprocess.run([sys.executable, str(TOOL), "--check"], cwd=REPO, capture_output=True, text=True,
+                               timeout=60, check=False)
+    assert completed.returncode == 0, completed.stderr
 
 
 def test_crd_facts(definition):

@@ -90,11 +90,6 @@ def test_a_foreign_release_in_any_other_state_is_a_conflict(state):
         "tools/cm (chart cert-manager, ours is cert-manager/mp-cert-manager)"]
 
 
-def test_chart_names_come_out_of_helm_list_strings():
-    assert releases.chart_of("dra-driver-nvidia-gpu-0.4.0") == "dra-driver-nvidia-gpu"
-    assert releases.chart_of("grove-charts-v0.1.0-alpha.12-rc2") == "grove-charts"
-
-
 SHOWN_CRDS = """\
 ---
 # Source: node-feature-discovery/crds/nfd-api-crds.yaml

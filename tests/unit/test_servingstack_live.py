@@ -101,3 +101,57 @@ def test_module_reads_the_live_servingstack(cluster, tmp_path):
 """)
     result = cluster.run_playbook(playbook)
     assert result.rc == 0, result.stdout + result.stderr
+
+
+def test_module_defaults_of_the_group_reach_the_management_cluster(cluster, tmp_path):
+    # The environment points nowhere: only group/modelplane.serving.servingstack's kubeconfig reaches the cluster,
+    # for the spec's live read and for the status write alike.
+    stack = load_example()
+    stack["metadata"]["name"] = "grouped"
+    code, body = call(cluster.url, "POST", BASE, stack)
+    assert code == 201, body
+    playbook = tmp_path / "grouped.yml"
+    playbook.write_text(f"""
+- name: Read and write a live ServingStack with the group's module_defaults.
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Read the ServingStack and write its status with the group's module_defaults.
+      module_defaults:
+        group/modelplane.serving.servingstack:
+          kubeconfig: {cluster.kubeconfig}
+      block:
+        - name: Read the ServingStack.
+          modelplane.serving.servingstack_spec:
+            name: grouped
+            namespace: platform
+          register: grouped
+
+        - name: Write its status.
+          modelplane.serving.servingstack_status_update:
+            name: grouped
+            namespace: platform
+            status: {{gateway: {{address: 203.0.113.9}}}}
+          register: written
+
+    - name: Write its status without them.
+      modelplane.serving.servingstack_status_update:
+        name: grouped
+        namespace: platform
+        status: {{gateway: {{address: 203.0.113.10}}}}
+      register: unreached
+      ignore_errors: true
+
+    - name: Check that only the group's kubeconfig reached the cluster.
+      ansible.builtin.assert:
+        that:
+          - grouped.servingstack.metadata.name == 'grouped'
+          - written is changed
+          - unreached is failed
+""")
+    nowhere = str(tmp_path / "no-kubeconfig")
+    result = cluster.run_playbook(playbook, env={"K8S_AUTH_KUBECONFIG": nowhere, "KUBECONFIG": nowhere})
+    assert result.rc == 0, result.stdout + result.stderr
+    code, body = call(cluster.url, "GET", f"{BASE}/grouped", None)
+    assert code == 200, body
+    assert body["status"]["gateway"] == {"address": "203.0.113.9"}

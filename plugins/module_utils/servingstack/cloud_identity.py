@@ -219,14 +219,6 @@ def load_google_credential(text: str, where: str) -> dict[str, str]:
     )
 
 
-def load_google_service_account(text: str, where: str) -> dict[str, str]:
-    """The fields of a Google service-account key (the JSON ``gcloud iam service-accounts keys create`` writes)."""
-    account = load_google_credential(text, where)
-    if account["type"] != "service_account":
-        raise CredentialError(f"{where}: is not a Google service-account key (its JSON has no type service_account)")
-    return account
-
-
 def google_assertion(account: dict[str, str], now: int) -> str:
     """A signed RS256 JWT asserting ``account`` for the OAuth 2.0 JWT-bearer grant (RFC 7523)."""
     header = {"alg": "RS256", "typ": "JWT"}
@@ -274,11 +266,6 @@ def token_response(response_body: bytes, where: str, default_lifetime: int = TOK
     except (TypeError, ValueError):
         seconds = default_lifetime
     return token, max(seconds, 0)
-
-
-def access_token_from(response_body: bytes, where: str) -> str:
-    """The ``access_token`` of an OAuth 2.0 token response."""
-    return token_response(response_body, where)[0]
 
 
 # --------------------------------------------------------------------------- AWS
@@ -480,12 +467,6 @@ def mint(identity_type: str, credential: str, where: str, post: Poster, now: int
     return Minted(token, issued_at + lifetime)
 
 
-def exchange(identity_type: str, credential: str, where: str, post: Poster, now: int | None = None,
-             cluster: dict[str, str] | None = None) -> str:
-    """A bearer token for the cloud identity ``credential`` of type ``identity_type``."""
-    return mint(identity_type, credential, where, post, now=now, cluster=cluster).token
-
-
 def https_post(url: str, body: bytes, ca_file: str | None = None, timeout: float = 30.0) -> bytes:
     """POST a form to an HTTPS endpoint, certificate verified, and return the body (error answers too).
 
@@ -551,17 +532,12 @@ def _with_user(kubeconfig_text: str, user: dict[str, Any]) -> str:
     return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
 
 
-def kubeconfig_with_token(kubeconfig_text: str, token: str) -> str:
-    """``kubeconfig_text`` with the current context's user replaced by a static bearer ``token``.
-
-    Only that user changes: its client certificates, exec plugin or auth provider are dropped,
-    since the point is to authenticate as the cloud identity instead of them.
-    """
-    return _with_user(kubeconfig_text, {"token": token})
-
-
 def kubeconfig_with_exec(kubeconfig_text: str, argv: list[str]) -> str:
-    """``kubeconfig_text`` with the current context's user replaced by the exec credential plugin ``argv``."""
+    """``kubeconfig_text`` with the current context's user replaced by the exec credential plugin ``argv``.
+
+    Only that user changes: its client certificates, static token or auth provider are dropped, since the
+    point is to authenticate as the cloud identity instead of them.
+    """
     return _with_user(kubeconfig_text, {"exec": {
         "apiVersion": EXEC_API_VERSION,
         "command": argv[0],
@@ -569,12 +545,6 @@ def kubeconfig_with_exec(kubeconfig_text: str, argv: list[str]) -> str:
         "interactiveMode": "Never",
         "provideClusterInfo": False,
     }})
-
-
-def select_cloud_identity(secrets: list[dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
-    """The one cloud-identity entry of ``spec.secrets`` and its index, or None (the spec allows at most one)."""
-    found = [(i, s) for i, s in enumerate(secrets) if isinstance(s, dict) and s.get("type") in CLOUD_IDENTITY_TYPES]
-    return found[0] if found else None
 
 
 # --------------------------------------------------------------------------- exec credential plugin

@@ -20,10 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-# "<chart>-<version>" as helm list prints it: the version starts at the first "-<digits>.".
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import RELEASE_PREFIX
-
-_CHART_VERSION = re.compile(r"^(?P<chart>.+?)-(?P<version>v?\d+\.\d+\.\d+.*)$")
 
 
 def decode_release(data: str) -> dict[str, Any]:
@@ -95,12 +92,6 @@ def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if key not in latest or latest[key]["revision"] < record["revision"]:
             latest[key] = record
     return sorted(latest.values(), key=lambda record: (record["namespace"], record["name"]))
-
-
-def chart_of(listed: str) -> str:
-    """``cert-manager`` from helm list's ``cert-manager-v1.21.1``."""
-    match = _CHART_VERSION.match(listed)
-    return match.group("chart") if match else listed
 
 
 def _same_version(have: str, want: str) -> bool:

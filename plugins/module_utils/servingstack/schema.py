@@ -5,8 +5,9 @@
 One Python structure serves two readers:
 
 * ``spec.py`` walks it to validate and default a manifest (reporting all problems at once);
-* ``crd.py`` renders it as the CRD's ``openAPIV3Schema`` (``crds/servingstacks.infrastructure.modelplane.ai.yaml``
-  is that rendering, and a unit test keeps the file and this structure equal).
+* ``tools/render_crd.py`` (a build-time tool) renders it as the CRD's ``openAPIV3Schema``
+  (``crds/servingstacks.infrastructure.modelplane.ai.yaml`` is that rendering, and a unit test keeps the file and
+  this structure equal).
 
 Keys starting with ``_`` are for the validator only and are dropped from the CRD:
 ``_rule`` explains a ``pattern`` in words, ``_secret`` marks a value that messages must never quote,

@@ -102,10 +102,6 @@ class Validation:
     ignored: list[dict] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
 
 class _Walk:
     """Checks a value against a schema node and returns its defaulted copy, collecting problems."""

@@ -1,19 +1,31 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Render the ServingStack CustomResourceDefinition from ``schema.py``.
+"""Render the ServingStack CustomResourceDefinition from the collection's ``schema.py``, at build time.
 
-``crds/servingstacks.infrastructure.modelplane.ai.yaml`` is this rendering; regenerate it with::
+``crds/servingstacks.infrastructure.modelplane.ai.yaml`` is this rendering (tests/unit/test_crd.py keeps it so)::
 
-    PYTHONPATH=.collections .venv/bin/python -m \\
-        ansible_collections.modelplane.serving.plugins.module_utils.servingstack.crd \\
-        > crds/servingstacks.infrastructure.modelplane.ai.yaml
+    .venv/bin/python tools/render_crd.py            # rewrite the file (make crd)
+    .venv/bin/python tools/render_crd.py --check    # exit 1 when the file is stale
+
+The schema is imported as ``ansible_collections.modelplane.serving``, which ``make venv`` links to this
+repository in ``.collections``.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
+import sys
+from pathlib import Path
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import (
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CRD_FILE = REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"
+if str(REPO / ".collections") not in sys.path:
+    sys.path.insert(0, str(REPO / ".collections"))
+
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import (  # noqa: E402
     GROUP,
     KIND,
     PLURAL,
@@ -29,7 +41,7 @@ READY_PATH = '.status.conditions[?(@.type=="Ready")]'
 
 HEADER = """\
 # The ServingStack CustomResourceDefinition (infrastructure.modelplane.ai/v1alpha1).
-# Generated from plugins/module_utils/servingstack/schema.py by crd.py: do not edit by hand.
+# Generated from plugins/module_utils/servingstack/schema.py by tools/render_crd.py: do not edit by hand.
 # The servingstack_spec module enforces the same schema and also checks what a schema cannot:
 # PEM certificates, semantic versions of the pins the chosen stack uses, and the version rules.
 # The semantic-version pattern is one unbreakable regular expression, hence:
@@ -108,7 +120,6 @@ def render() -> dict:
 
 def render_yaml() -> str:
     """The CRD as the YAML file in ``crds/`` (yamllint-clean: sequences indented under their key)."""
-    import yaml
 
     class Dumper(yaml.SafeDumper):
         def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
@@ -117,7 +128,19 @@ def render_yaml() -> str:
     return HEADER + "---\n" + yaml.dump(render(), Dumper=Dumper, sort_keys=False, width=100, default_flow_style=False)
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report whether the file is stale")
+    args = parser.parse_args(argv)
+    rendered = render_yaml()
+    if args.check:
+        if CRD_FILE.read_text(encoding="utf-8") != rendered:
+            sys.stderr.write(f"{CRD_FILE.relative_to(REPO)} is stale: run tools/render_crd.py\n")
+            return 1
+        return 0
+    CRD_FILE.write_text(rendered, encoding="utf-8")
+    return 0
 
-    sys.stdout.write(render_yaml())
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
