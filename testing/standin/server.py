@@ -53,6 +53,10 @@ class Stats:
 class StandInServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: a burst of connections (helm installing CRDs while other lanes
+    # read, as a fleet converge does) overflowed it and clients saw "connection reset by peer", which a real API
+    # server (Go's net/http, backlog SOMAXCONN) never does.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], cluster: Cluster) -> None:
         super().__init__(address, Handler)
