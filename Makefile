@@ -14,7 +14,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee crd
+.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee crd bench-fleet
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -39,7 +39,7 @@ plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print i
 # (the test charts' and the API stand-in's self-tests).
 test: $(STAMP) ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default, then the benchmarks.
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench" --durations=20
-	$(BIN)/python -m pytest -p no:xdist -m bench -s $(BENCHES)
+	$(BIN)/python -m pytest -p no:xdist -m "bench and not fleet" -s $(BENCHES)
 
 # The tests that drive a real helm binary; HELM_MAJOR=3 or 4 picks one (both when unset, as in `make test`).
 test-helm: $(STAMP) ## Run the real-helm tests (HELM_MAJOR=4 for helm 4 only).
@@ -52,7 +52,11 @@ lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
 bench: $(STAMP) ## Run the benchmarks (tests/bench, the stand-in's) and print their ratios.
-	$(BIN)/python -m pytest -p no:xdist -m bench -s $(BENCHES)
+	$(BIN)/python -m pytest -p no:xdist -m "bench and not fleet" -s $(BENCHES)
+
+# FLEET_SIZE=N for another fleet size (issue 12's targets are for 20).
+bench-fleet: $(STAMP) ## Run the fleet benchmark: 20 stand-in clusters vs one, fresh and no-op (about 15 minutes).
+	$(BIN)/python -m pytest -p no:xdist -m fleet -s tests/bench/test_bench_fleet.py
 
 demo: $(STAMP) ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
 	SPEC=$(SPEC) tests/demo/run

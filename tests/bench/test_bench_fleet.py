@@ -21,6 +21,7 @@ from stack_support import SITE, UPSTREAM, fleet_of, fleet_vars, releases
 
 pytestmark = [
     pytest.mark.bench,
+    pytest.mark.fleet,
     pytest.mark.slow,
     pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
 ]
