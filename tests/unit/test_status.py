@@ -92,10 +92,12 @@ def test_a_fleet_status_line_says_address_ca_and_ready_or_why_it_could_not_be_re
     assert status.summary({}, None, None)["ready"] is False
     line = status.summary_line("fleet/east", status.summary({}, None, None))
     assert line == "fleet/east: address pending, CA -, Ready False"
-    failed = status.summary({}, None, "Task failed: Finalization of task args for 'x' failed: Error while resolving "
-                                      "value for 'y': The lookup plugin 'z' failed: cannot reach the cluster:\n refused")
+    failed = status.summary({}, None, "Task failed: Finalization of task args for 'x' failed: Error while "
+                                      "resolving value for 'y': The lookup plugin 'z' failed: cannot reach the "
+                                      "cluster:\n refused")
     assert failed["ready"] is None
-    assert status.summary_line("fleet/b", failed) == "fleet/b: cannot read the status: cannot reach the cluster: refused"
+    assert status.summary_line("fleet/b", failed) == \
+        "fleet/b: cannot read the status: cannot reach the cluster: refused"
 
 
 def test_a_task_error_loses_the_layers_ansible_wraps_around_a_lookup_error():
