@@ -20,9 +20,15 @@ def servingstack_not_converged(outcomes: dict[str, Any], plan: list[dict[str, An
     return schedule.not_converged(dict(outcomes or {}), plan)
 
 
+def servingstack_unmet_needs(outcomes: dict[str, Any], needs: list[str]) -> list[str]:
+    """The needs of a component that have not converged (or previewed) by the recorded outcomes."""
+    return schedule.unmet_needs(dict(outcomes or {}), list(needs or []))
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "servingstack_lane_hosts": servingstack_lane_hosts,
             "servingstack_not_converged": servingstack_not_converged,
+            "servingstack_unmet_needs": servingstack_unmet_needs,
         }

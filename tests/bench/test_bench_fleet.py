@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from stack_support import SITE, UPSTREAM, fleet_of, fleet_vars, releases
+from stack_support import SITE, UPSTREAM, fleet_of, fleet_vars, helm_processes, releases
 
 pytestmark = [
     pytest.mark.bench,
@@ -40,10 +40,6 @@ def converge(management, workloads, inventory, hosts: str, spy: dict[str, str]):
                                      extra_vars={**fleet_vars(next(iter(workloads.values()))),
                                                  "servingstack_hosts": hosts})
     return time.perf_counter() - start, result
-
-
-def helm_processes(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def test_bench_fleet(tmp_path_factory):

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from stack_support import EXAMPLE, SITE, UPSTREAM, chart_mirror, get, releases, stack_vars, write_verbs
+from stack_support import EXAMPLE, SITE, UPSTREAM, chart_mirror, get, helm_processes, releases, stack_vars, write_verbs
 from standin.fixtures import running_cluster
 
 pytestmark = [
@@ -95,10 +95,6 @@ def baseline_play(plan: list[dict], values: dict[str, dict], objects: list[dict]
         tasks.append({"name": f"Apply {obj['kind']} {obj['metadata']['name']}.", "kubernetes.core.k8s":
                       {"definition": obj}})
     return [{"name": "Baseline", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": tasks}]
-
-
-def helm_processes(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def best(attempts: int, run, *args, **kwargs):

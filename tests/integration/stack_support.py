@@ -150,3 +150,8 @@ def fleet_vars(workload: Any) -> dict[str, Any]:
     come from the inventory and the management cluster)."""
     return {key: value for key, value in stack_vars(workload).items()
             if key not in ("servingstack_definition", "servingstack_kubeconfig")}
+
+
+def helm_processes(log: Path) -> int:
+    """How many helm processes the spy (ClusterHandle.helm_spy) logged to ``log``."""
+    return len(log.read_text().splitlines()) if log.exists() else 0

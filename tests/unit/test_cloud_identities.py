@@ -436,7 +436,8 @@ def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
 
 @pytest.mark.parametrize("kind", ["aws", "nebius"])
 def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, tmp_path, kind):
-    """roles/servingstack credentials.yml -> k8s_info on the target as the identity -> disconnect.yml removes it all."""
+    """roles/servingstack connect.yml (credentials.yml) -> k8s_info on the target as the identity -> disconnect.yml
+    removes the private directory with the kubeconfig and the identity's files in it."""
     from kubernetes import client as kclient
     from kubernetes import config as kconfig
 
@@ -458,7 +459,7 @@ def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, 
             "vars": {"servingstack_spec": spec, "servingstack_manifest": {"metadata": {"namespace": "platform"}}},
             "tasks": [
                 {"name": "Fetch the credentials.", "ansible.builtin.include_role": {
-                    "name": "modelplane.serving.servingstack", "tasks_from": "credentials"}},
+                    "name": "modelplane.serving.servingstack", "tasks_from": "connect"}},
                 {"name": "Read the target.", "register": "read", "kubernetes.core.k8s_info": {
                     "kubeconfig": "{{ servingstack_target_kubeconfig }}", "kind": "Namespace", "api_version": "v1"}},
                 {"name": "Remember the paths.", "ansible.builtin.set_fact": {
@@ -481,7 +482,7 @@ def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, 
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert fake_clouds.rejected == [] and (fake_clouds.issued or fake_clouds.sts_credentials)
-    written = re.search(r"wrote (/\S+?\.kubeconfig)\b", output).group(1)
-    assert not Path(written).exists()
-    assert not Path(written + ".identity").exists()
+    written = Path(re.search(r"wrote (/\S+/kubeconfig)\s", output).group(1))
+    assert written.parent.name.endswith(".servingstack")
+    assert not written.parent.exists()
     assert_no_secret(output, "k8s-aws-v1.", *fake_clouds.issued)

@@ -135,3 +135,9 @@ def test_any_plan_gets_a_valid_schedule_no_shorter_than_its_critical_path_nor_lo
     check_valid(entries, stages)
     assert schedule.critical_path(entries) <= schedule.estimate(entries) <= sum(map(schedule.weight, entries))
     assert len(stages) <= max(schedule.depths(entries).values()) + 1
+
+
+def test_unmet_needs_are_the_needs_not_converged_nor_previewed():
+    outcomes = {"a": {"state": "converged"}, "b": {"state": "previewed"}, "c": {"state": "failed", "msg": "x"}}
+    assert schedule.unmet_needs(outcomes, ["a", "b", "c", "d"]) == ["c", "d"]
+    assert schedule.unmet_needs({}, []) == []

@@ -26,6 +26,10 @@ def weight(entry: dict[str, Any]) -> int:
     return max(1, len(entry.get("releases") or ()))
 
 
+def _weights(plan: list[dict[str, Any]]) -> dict[str, int]:
+    return {entry["name"]: weight(entry) for entry in plan}
+
+
 def depths(plan: list[dict[str, Any]]) -> dict[str, int]:
     """Each component's dependency depth: 0 when it needs nothing, else one more than its deepest need.
 
@@ -79,7 +83,7 @@ def stages(plan: list[dict[str, Any]]) -> list[list[list[str]]]:
     component needs) is weighed by ``_cost``; a plan has a handful of components, so the search is small.
     """
     order = [entry["name"] for entry in plan]
-    weights = {entry["name"]: weight(entry) for entry in plan}
+    weights = _weights(plan)
     needs = {entry["name"]: list(entry["needs"]) for entry in plan}
     count = max(depths(plan).values(), default=-1) + 1
     floor = critical_path(plan)
@@ -121,7 +125,7 @@ def stages(plan: list[dict[str, Any]]) -> list[list[list[str]]]:
 def lanes(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every lane of ``stages(plan)``, heaviest first within a stage: ``stage`` (1-based), ``components`` (names
     in converge order) and ``weight`` (estimated helm waits), as ``servingstack_spec`` returns them."""
-    weights = {entry["name"]: weight(entry) for entry in plan}
+    weights = _weights(plan)
     return [{"stage": index, "components": lane, "weight": sum(weights[name] for name in lane)}
             for index, stage in enumerate(stages(plan), start=1) for lane in stage]
 
@@ -137,7 +141,7 @@ def critical_path(plan: list[dict[str, Any]]) -> int:
 
 def estimate(plan: list[dict[str, Any]]) -> int:
     """The helm waits the stages take, one after another: each stage as long as its longest lane."""
-    weights = {entry["name"]: weight(entry) for entry in plan}
+    weights = _weights(plan)
     return sum(max(sum(weights[name] for name in lane) for lane in stage) for stage in stages(plan))
 
 
@@ -153,11 +157,17 @@ def lane_hosts(lanes_: list[dict[str, Any]], plan: list[dict[str, Any]], cluster
             for lane in lanes_]
 
 
+def unmet_needs(outcomes: dict[str, Any], needs: list[str]) -> list[str]:
+    """The ``needs`` that have not converged (or previewed, in check mode) by the recorded ``outcomes``."""
+    return [need for need in needs if outcomes.get(need, {}).get("state") not in CONVERGED]
+
+
 def not_converged(outcomes: dict[str, Any], plan: list[dict[str, Any]]) -> dict[str, str]:
     """Each component of ``plan`` that did not converge (or preview, in check mode), with why, in plan order.
 
     ``outcomes`` maps a component's name to ``{"state": ..., "msg": ...}`` as the converge records it; a
     component with none never ran (its host failed before it, or the run was interrupted)."""
     missing = {"state": "missing", "msg": "did not run (see the run's output)"}
-    return {entry["name"]: str(outcomes.get(entry["name"], missing).get("msg") or outcomes[entry["name"]]["state"])
-            for entry in plan if outcomes.get(entry["name"], missing).get("state") not in CONVERGED}
+    found = {entry["name"]: outcomes.get(entry["name"], missing) for entry in plan}
+    return {name: str(outcome.get("msg") or outcome["state"]) for name, outcome in found.items()
+            if outcome.get("state") not in CONVERGED}

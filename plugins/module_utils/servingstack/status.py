@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from typing import Any
 
@@ -219,8 +220,6 @@ def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[st
 
 def ca_fingerprint(pem: str | None) -> str | None:
     """``SHA256:AB:CD:...`` of the first certificate in ``pem`` (as ``openssl x509 -fingerprint -sha256``), or None."""
-    import hashlib
-
     found = certificates(pem)
     if not found:
         return None
