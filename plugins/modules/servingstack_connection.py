@@ -23,6 +23,8 @@ description:
   - Inline certificate data (C(certificate-authority-data), C(client-certificate-data), C(client-key-data)) is
     written to files in O(dest) with mode C(0600), since the modules take paths.
   - The caller removes O(dest) afterwards.
+  - Runs on the controller (its action plugin), where the C(kubernetes.core) tasks of a converge run and read the
+    files: no module is shipped, which saves a second of every run.
 options:
   kubeconfig:
     description: Path of the target cluster's kubeconfig.
@@ -103,57 +105,17 @@ host:
   sample: https://203.0.113.5
 """
 
-import base64
-import binascii
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import target
 
 
-def _write_private(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` readable by the owner only, never wider even for a moment."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".servingstack-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "kubeconfig": {"type": "path", "required": True},
-            "context": {"type": "str", "default": ""},
-            "dest": {"type": "path", "required": True},
-        },
-        supports_check_mode=True,
-    )
-    import yaml
-
-    path, context = module.params["kubeconfig"], module.params["context"]
+    module = AnsibleModule(argument_spec=target.CONNECTION_OPTIONS, supports_check_mode=True)
     try:
-        with open(path, encoding="utf-8") as handle:
-            kubeconfig = yaml.safe_load(handle)
-        files = {}
-        for option, data in target.payloads(kubeconfig, context).items():
-            files[option] = os.path.join(module.params["dest"], target.DATA_FILES[option][2])
-            _write_private(files[option], base64.b64decode(data, validate=True))
-        options = target.k8s_options(kubeconfig, path, files, context)
-    except binascii.Error:
-        module.fail_json(msg=f"{path}: certificate data that is not base64")
-    except (OSError, yaml.YAMLError) as error:
-        reason = getattr(error, "strerror", None) or type(error).__name__
-        module.fail_json(msg=f"cannot read the kubeconfig {path}: {reason}")
+        found = target.connection(module.params["kubeconfig"], module.params["context"], module.params["dest"])
     except target.TargetError as error:
-        module.fail_json(msg=f"{path}: {error}")
-    module.exit_json(changed=False, k8s=options, helm=target.helm_options(kubeconfig, path, context),
-                     environment=target.environment(kubeconfig, path, context), context=options["context"],
-                     host=options["host"])
+        module.fail_json(msg=str(error))
+    module.exit_json(changed=False, **found)
 
 
 if __name__ == "__main__":

@@ -128,3 +128,66 @@ def test_controller_reads_given_a_kubeconfig_ignore_the_environment_context(tmp_
         monkeypatch.setenv("K8S_AUTH_KUBECONFIG", str(path))
         with pytest.raises(kubeclient.KubeReadError, match="management"):
             kubeclient.connect()  # without a kubeconfig the environment's context still applies
+
+
+# --------------------------------------------------------------------------- files on the controller
+
+
+def test_connection_writes_the_inline_ca_privately_and_points_every_option_at_it(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig()))
+    dest = tmp_path / "private"
+    dest.mkdir()
+    found = target.connection(str(path), "", str(dest))
+    ca = dest / "ca.crt"
+    assert ca.read_bytes() == b"CA" and ca.stat().st_mode & 0o777 == 0o600
+    assert found["k8s"]["ca_cert"] == str(ca) and found["k8s"]["kubeconfig"] == str(path)
+    assert (found["context"], found["host"]) == ("west", "https://203.0.113.5")
+    assert found["environment"]["KUBECONFIG"] == str(path) and found["helm"]["kubeconfig"] == str(path)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "cannot read the kubeconfig {path}: No such file or directory"),
+    ("a: [b", "cannot read the kubeconfig {path}: "),
+    (yaml.safe_dump({**kubeconfig(), "current-context": "east"}), "{path}: the kubeconfig has no context named 'east'"),
+])
+def test_connection_names_the_kubeconfig_and_why_it_cannot_be_used(tmp_path, content, message):
+    path = tmp_path / "kubeconfig"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(target.TargetError) as raised:
+        target.connection(str(path), "", str(tmp_path))
+    assert str(raised.value).startswith(message.format(path=path))
+    assert "t0ken" not in str(raised.value)
+
+
+def test_connection_refuses_certificate_data_that_is_not_base64(tmp_path):
+    config = kubeconfig()
+    config["clusters"][0]["cluster"]["certificate-authority-data"] = "not base64!"
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(target.TargetError, match="certificate data that is not base64"):
+        target.connection(str(path), "", str(tmp_path))
+
+
+def test_a_private_dir_is_the_owners_alone_in_tmpdir_and_removed_with_its_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(target.tempfile, "tempdir", None)
+    made = target.private_dir("present", None)["path"]
+    assert made.startswith(str(tmp_path)) and made.endswith(".servingstack")
+    assert (tmp_path / made).stat().st_mode & 0o777 == 0o700
+    (tmp_path / made / "kubeconfig").write_text("secret")
+    assert target.private_dir("absent", made) == {"path": made, "existed": True}
+    assert not (tmp_path / made).exists()
+    # A second removal (a re-run of the cleanup) is fine.
+    assert target.private_dir("absent", made) == {"path": made, "existed": False}
+
+
+@pytest.mark.parametrize("name", ["home", "link.servingstack", "file.servingstack"])
+def test_removal_refuses_what_is_not_a_private_dir_of_a_converge(tmp_path, name):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "link.servingstack").symlink_to(tmp_path / "home")
+    (tmp_path / "file.servingstack").write_text("x")
+    with pytest.raises(target.TargetError, match="is not a private directory of a converge"):
+        target.remove_private_dir(str(tmp_path / name))
+    assert (tmp_path / name).exists() and (tmp_path / "home").is_dir()

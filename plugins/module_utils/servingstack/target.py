@@ -13,7 +13,7 @@ kubeconfig, with a value that is never ``None``:
 
 - ``host``, ``context``, ``kubeconfig``, ``validate_certs``, ``proxy`` and the user's static token
   are the kubeconfig's own;
-- certificate and key data are written to files by the module (``payloads`` says which), since
+- certificate and key data are written to files (``payloads`` says which, ``connection`` writes them), since
   ``ca_cert``/``client_cert``/``client_key`` are paths;
 - what the kubeconfig does not have is ``""``/``[]``/``false``: not ``None``, so the environment
   is not read, and empty, so the client treats it as unset (``""`` for ``api_key`` also keeps
@@ -29,8 +29,14 @@ task environment (``environment``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import shutil
+import tempfile
 from typing import Any
+
+import yaml
 
 # Files the module writes for the kubeconfig's inline data: option -> (section, data key, file name).
 DATA_FILES: dict[str, tuple[str, str, str]] = {
@@ -152,3 +158,88 @@ def environment(kubeconfig: dict[str, Any], path: str, context: str = "") -> dic
         "HELM_KUBECONTEXT": name,
         **HELM_ENV_CLEARED,
     }
+
+
+# The options of the servingstack_connection and servingstack_private_dir modules (AnsibleModule argument specs),
+# checked by their action plugins too.
+CONNECTION_OPTIONS: dict[str, dict[str, Any]] = {
+    "kubeconfig": {"type": "path", "required": True},
+    "context": {"type": "str", "default": ""},
+    "dest": {"type": "path", "required": True},
+}
+PRIVATE_DIR_OPTIONS: dict[str, dict[str, Any]] = {
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "path": {"type": "path"},
+}
+PRIVATE_DIR_RULES: dict[str, Any] = {"required_if": [("state", "absent", ("path",))]}
+
+# The name every private directory of a converge ends with: what ``remove_private_dir`` agrees to remove.
+PRIVATE_DIR_SUFFIX = ".servingstack"
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` readable by the owner only, never wider even for a moment."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".servingstack-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def connection(path: str, context: str, dest: str) -> dict[str, Any]:
+    """Everything a converge needs to reach the target of the kubeconfig at ``path``: the kubernetes.core and helm
+    options, the task environment, the context and the API server. The kubeconfig's inline certificate data is
+    written into ``dest`` (files ``0600``). Raises TargetError, naming the kubeconfig's path and never a credential.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            kubeconfig = yaml.safe_load(handle)
+        files = {}
+        for option, data in payloads(kubeconfig, context).items():
+            files[option] = os.path.join(dest, DATA_FILES[option][2])
+            write_private(files[option], base64.b64decode(data, validate=True))
+        options = k8s_options(kubeconfig, path, files, context)
+    except binascii.Error:
+        raise TargetError(f"{path}: certificate data that is not base64") from None
+    except (OSError, yaml.YAMLError) as error:
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        raise TargetError(f"cannot read the kubeconfig {path}: {reason}") from None
+    except TargetError as error:
+        raise TargetError(f"{path}: {error}") from None
+    return {"k8s": options, "helm": helm_options(kubeconfig, path, context),
+            "environment": environment(kubeconfig, path, context), "context": options["context"],
+            "host": options["host"]}
+
+
+def make_private_dir() -> str:
+    """A new directory only its owner can enter (``0700``), in the system's temporary directory (``TMPDIR``)."""
+    try:
+        return tempfile.mkdtemp(suffix=PRIVATE_DIR_SUFFIX)
+    except OSError as error:
+        raise TargetError(f"cannot make a private directory in {tempfile.gettempdir()}: {error.strerror}") from None
+
+
+def remove_private_dir(path: str) -> bool:
+    """Remove a directory ``make_private_dir`` made, with everything in it; whether it existed.
+
+    Anything else is refused (TargetError), so a wrong path can never delete a user's folder.
+    """
+    if not os.path.lexists(path):
+        return False
+    if not path.endswith(PRIVATE_DIR_SUFFIX) or os.path.islink(path) or not os.path.isdir(path):
+        raise TargetError(f"{path} is not a private directory of a converge (a directory named *{PRIVATE_DIR_SUFFIX})")
+    try:
+        shutil.rmtree(path)
+    except OSError as error:
+        raise TargetError(f"cannot remove {path}: {error.strerror}") from None
+    return True
+
+
+def private_dir(state: str, path: str | None) -> dict[str, Any]:
+    """What servingstack_private_dir returns: a new directory (``present``), or ``path`` removed (``absent``)."""
+    if state == "present":
+        return {"path": make_private_dir()}
+    return {"path": path, "existed": remove_private_dir(str(path))}
