@@ -22,7 +22,7 @@ description:
   - In check mode, an object that cannot be dry-run because its kind is not served yet or its namespace does not
     exist yet (a Helm release or an earlier object of the same run would bring them) counts as a change without
     reaching the module; the others are dry-run by C(kubernetes.core.k8s) as usual.
-  - The cluster is the one a C(kubernetes.core.k8s) task would reach in the same place, with the same options:
+  - The cluster is the one a C(kubernetes.core.k8s) task would reach in the same place, with the same options -
     the connection options given here, else the C(module_defaults) of C(kubernetes.core.k8s) and its groups
     (C(group/kubernetes.core.k8s)), else the task environment's C(K8S_AUTH_*), C(KUBECONFIG) and
     C(~/.kube/config). The reads need a kubeconfig (O(kubeconfig) or C(K8S_AUTH_KUBECONFIG)); O(host) and
@@ -39,6 +39,8 @@ options:
         document per object (what C(lookup('ansible.builtin.template', ...)) returns). Empty documents are dropped;
         an object listed twice counts once.
       - Each needs C(apiVersion), C(kind), C(metadata.name) and, for a namespaced kind, C(metadata.namespace).
+      - What the API server owns is left out - C(status), and the null C(metadata.creationTimestamp) generated
+        manifests carry.
     type: raw
     required: true
   apply:
@@ -91,7 +93,7 @@ attributes:
 requirements:
   - kubernetes (Python client)
 notes:
-  - The result holds no object's content of its own: RV(sent) and RV(previewed) name the objects; what
+  - The result holds no object's content of its own - RV(sent) and RV(previewed) name the objects; what
     C(kubernetes.core.k8s) returns for the objects it wrote is passed on.
 """
 

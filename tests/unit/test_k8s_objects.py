@@ -47,6 +47,16 @@ def test_documents_take_yaml_text_a_mapping_or_nested_lists():
     assert k8s_objects.documents(None) == []
 
 
+def test_what_the_api_server_owns_is_left_out():
+    generated = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                 "metadata": {"name": "x.example.com", "creationTimestamp": None, "annotations": {"a": "b"}},
+                 "spec": {"group": "example.com"}, "status": {"acceptedNames": {"kind": ""}}}
+    assert k8s_objects.documents([generated]) == [{
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "x.example.com", "annotations": {"a": "b"}}, "spec": {"group": "example.com"}}]
+    assert "status" in generated, "the definition given is not changed"
+
+
 @pytest.mark.parametrize(("definition", "message"), [
     ([NAMESPACE, 3], "definition[1]: an object must be a mapping, got int"),
     ([{"kind": "ConfigMap", "metadata": {"name": "x"}}], "definition[0]: apiVersion is required"),

@@ -27,7 +27,10 @@ class ObjectsError(ValueError):
 
 def documents(definition: Any) -> list[dict[str, Any]]:
     """The objects of ``definition``: a YAML text of documents, one object, or a list of them (nested lists
-    flattened); empty documents are dropped. Each must have ``apiVersion``, ``kind`` and ``metadata.name``."""
+    flattened); empty documents are dropped. Each must have ``apiVersion``, ``kind`` and ``metadata.name``.
+
+    What the API server owns is left out: ``status``, and the null ``metadata.creationTimestamp`` that generated
+    manifests (a release's CRDs) carry, which would otherwise never match the cluster's copy."""
     if isinstance(definition, (str, bytes)):
         import yaml
 
@@ -47,7 +50,14 @@ def documents(definition: Any) -> list[dict[str, Any]]:
         metadata = obj.get("metadata")
         if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str) or not metadata["name"]:
             raise ObjectsError(f"{what} ({obj['kind']}): metadata.name is required")
-    return found
+    return [_as_sent(obj) for obj in found]
+
+
+def _as_sent(obj: Mapping[str, Any]) -> dict[str, Any]:
+    sent = {key: value for key, value in obj.items() if key != "status"}
+    if "creationTimestamp" in obj["metadata"] and obj["metadata"]["creationTimestamp"] is None:
+        sent["metadata"] = {key: value for key, value in obj["metadata"].items() if key != "creationTimestamp"}
+    return sent
 
 
 def _type_name(value: Any) -> str:
