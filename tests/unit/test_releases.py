@@ -223,8 +223,8 @@ def test_an_upgrade_carries_the_installed_revisions_unkept_crds() -> None:
 
 # --------------------------------------------------------------------------- values by chart
 
-GROVE_KAI = [{"release": "mp-kai-scheduler", "chart": "kai-scheduler"}, {"release": "mp-grove-charts",
-                                                                        "chart": "grove-charts"}]
+GROVE_KAI = [{"release": "mp-kai-scheduler", "chart": "kai-scheduler"},
+             {"release": "mp-grove-charts", "chart": "grove-charts"}]
 
 
 def test_values_are_keyed_by_chart_and_the_users_merge_over_the_roles_recursively():
