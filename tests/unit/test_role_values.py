@@ -582,7 +582,7 @@ MAY_HOLD = {
 @pytest.mark.parametrize("role", COMPONENT_ROLES)
 def test_a_component_role_includes_the_shared_converge_and_nothing_else_in_main(role):
     assert _yaml(ROLES / role / "tasks" / "main.yml") == _yaml(ROLES / "lws" / "tasks" / "main.yml") == [
-        {"name": "Converge the component.", "ansible.builtin.include_role": {"name": "modelplane.serving.component"}}]
+        {"name": "Converge the component.", "ansible.builtin.import_role": {"name": "modelplane.serving.component"}}]
 
 
 @pytest.mark.parametrize("role", COMPONENT_ROLES)
