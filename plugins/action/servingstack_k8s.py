@@ -17,6 +17,8 @@ from ansible_collections.kubernetes.core.plugins.module_utils.args_common import
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import k8s_objects, kubeclient
 
 MODULE = "kubernetes.core.k8s"
+# The keys of kubernetes.core.k8s's result that carry objects: left out when a Secret was written or deleted.
+SECRET_BEARING = frozenset({"result", "diff", "invocation"})
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
@@ -96,6 +98,9 @@ class ActionModule(ActionBase):
                                                  if value is not None}
         done = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         changed = bool(done.get("changed")) or result["changed"]
+        if any(obj["kind"] == "Secret" for obj in plan.send):
+            # What the module returns (the objects, their diff, its arguments) would show a Secret's data.
+            done = {key: value for key, value in done.items() if key not in SECRET_BEARING}
         result.update(done)
         result["changed"] = changed
         return result

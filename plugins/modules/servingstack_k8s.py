@@ -94,7 +94,8 @@ requirements:
   - kubernetes (Python client)
 notes:
   - The result holds no object's content of its own - RV(sent) and RV(previewed) name the objects; what
-    C(kubernetes.core.k8s) returns for the objects it wrote is passed on.
+    C(kubernetes.core.k8s) returns for the objects it wrote is passed on, except when one of them is a Secret (then
+    neither its RV(result) nor its diff is, since they would show the Secret's data).
 """
 
 EXAMPLES = r"""
@@ -139,6 +140,6 @@ previewed:
   sample: []
 result:
   description: What C(kubernetes.core.k8s) returned for the objects it wrote (its C(result)).
-  returned: when an object was sent
+  returned: when an object was sent, and none of them is a Secret
   type: dict
 """

@@ -153,6 +153,16 @@ def test_the_connection_is_the_one_a_kubernetes_core_k8s_task_would_have(cluster
     assert get(cluster, "v1", "ConfigMap", "settings", NS)["data"]["via"] == "environment"
 
 
+def test_a_secrets_data_never_reaches_the_result(cluster, tmp_path):
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token", "namespace": NS},
+              "type": "Opaque", "data": {"token": "c2VjcmV0LXZhbHVl"}}
+    run(cluster, tmp_path, {"definition": [NAMESPACE]})
+    for task in ({"definition": [secret]}, {"definition": [secret], "state": "absent"}):
+        result, done = run(cluster, tmp_path, task, diff=True)
+        assert result.changed == 1 and names(done["sent"]) == ["Secret/token"], done
+        assert "c2VjcmV0LXZhbHVl" not in json.dumps(done) and "c2VjcmV0LXZhbHVl" not in result.stdout, done
+
+
 @pytest.mark.parametrize(("task", "message"), [
     ({"definition": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}]},
      "servingstack_k8s: definition[0] (ConfigMap): metadata.name is required"),
