@@ -698,3 +698,43 @@ def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_str
     assert annotations == {"modelplane.ai/inference-gateway": "null"}
     serving = [doc for doc in tls_docs if doc["kind"] == "Certificate" and "dnsNames" in doc["spec"]]
     assert serving[0]["spec"]["dnsNames"] == ["*.example.com"]
+
+
+# --------------------------------------------------------------------------- the steps of a converge
+
+
+def _steps(role: str, **extra: Any) -> list[str]:
+    return [Path(step).name if step.startswith("/") else step for step in var(role, "component_steps", **extra)]
+
+
+@pytest.mark.parametrize(("role", "extra", "present", "absent"), [
+    # A chart-only component: its releases, nothing else, not even a skipped task.
+    ("lws", {}, ["releases.yml"], ["releases.yml"]),
+    ("cert_manager", {}, ["releases.yml", "present.yml"], ["absent.yml", "releases.yml"]),
+    ("trust_manager", {}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
+    # The quota goes before the release when the driver root needs it, and after it on teardown whatever the root.
+    ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}}, ["prerequisites.yml", "releases.yml", "present.yml"],
+     ["releases.yml", "prerequisites.yml"]),
+    ("nvidia_dra", {}, ["releases.yml", "present.yml"], ["releases.yml", "prerequisites.yml"]),
+    ("grove_kai", {"component_spec": DYNAMO}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
+    ("modelexpress", {"component_spec": DYNAMO}, ["objects.yml"], ["objects.yml"]),
+    ("envoy_gateway", {}, ["releases.yml", "present.yml"], ["absent.yml", "releases.yml"]),
+])
+def test_a_converge_runs_only_the_steps_the_component_has_in_order_and_teardown_backwards(role, extra, present,
+                                                                                          absent):
+    assert _steps(role, **extra) == present
+    assert _steps(role, component_state="absent", **extra) == absent
+
+
+def test_the_component_name_passes_over_the_collections_own_roles_wherever_it_is_read():
+    """helm_release reads the values (component_chart_values) inside the component, where its parent is the
+    component role, not the component role's own."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    for parents in (["modelplane.serving.lws", "modelplane.serving.servingstack"],
+                    ["modelplane.serving.component", "modelplane.serving.lws", "modelplane.serving.servingstack"],
+                    ["modelplane.serving.helm_release", "modelplane.serving.component", "modelplane.serving.lws"]):
+        variables = _load(COMPONENT / "defaults" / "main.yml") | {"ansible_parent_role_names": parents}
+        name = Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ component_name }}"))
+        assert name == "lws", parents
