@@ -713,8 +713,8 @@ def _steps(role: str, **extra: Any) -> list[str]:
     ("cert_manager", {}, ["releases.yml", "present.yml"], ["absent.yml", "releases.yml"]),
     ("trust_manager", {}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
     # The quota goes before the release when the driver root needs it, and after it on teardown whatever the root.
-    ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}}, ["prerequisites.yml", "releases.yml", "present.yml"],
-     ["releases.yml", "prerequisites.yml"]),
+    ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}},
+     ["prerequisites.yml", "releases.yml", "present.yml"], ["releases.yml", "prerequisites.yml"]),
     ("nvidia_dra", {}, ["releases.yml", "present.yml"], ["releases.yml", "prerequisites.yml"]),
     ("grove_kai", {"component_spec": DYNAMO}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
     ("modelexpress", {"component_spec": DYNAMO}, ["objects.yml"], ["objects.yml"]),
