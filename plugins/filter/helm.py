@@ -18,8 +18,19 @@ def helm_release_records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def helm_release_changes(entries: list[dict[str, Any]], values: dict[str, Any],
                          records: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{todo, conflicts}``: our releases that need helm, and foreign releases of the same charts."""
+    """``{todo, conflicts}``: our releases that need helm, and foreign releases of the same charts (``values``: the
+    Helm values by chart name)."""
     return releases.changes(entries, values or {}, records or [])
+
+
+def servingstack_chart_values(own: Any, extra: Any, releases_: list[dict[str, Any]],
+                              source: str = "values") -> dict[str, Any]:
+    """Helm values by chart name for a component's releases: the role's own (``own``, read from ``source``) with
+    ``extra`` (the user's ``component_values``) merged over them recursively."""
+    try:
+        return releases.chart_values(own, extra, releases_ or [], source)
+    except releases.ValuesError as error:
+        raise AnsibleFilterError(str(error)) from None
 
 
 def helm_release_crd_conflicts(entries: list[dict[str, Any]], crds: list[dict[str, Any]]) -> list[str]:
@@ -53,6 +64,7 @@ class FilterModule:
         return {
             "helm_release_records": helm_release_records,
             "helm_release_changes": helm_release_changes,
+            "servingstack_chart_values": servingstack_chart_values,
             "helm_release_crd_conflicts": helm_release_crd_conflicts,
             "helm_release_show_crds": helm_release_show_crds,
             "helm_release_crd_refs": helm_release_crd_refs,

@@ -13,8 +13,9 @@ description:
   - Returns the plan entry of one component (its role, namespace, version, Helm releases and
     manifests) for a ServingStack spec, the same entry the C(servingstack) role hands to a
     component role from its plan.
-  - Component roles use it as the default of their C(<role>_component) variable, so a role works
-    alone with only a spec, or with no spec at all (then the ServingStack defaults are used).
+  - The C(modelplane.serving.component) role, which every component role includes, uses it as the default of
+    C(component_entry), so a component role works alone with only a spec, or with no spec at all (then the
+    ServingStack defaults are used).
   - The facts come from the collection's components table; nothing is read from a cluster.
 options:
   _terms:
@@ -40,7 +41,7 @@ EXAMPLES = r"""
 
 - name: Use the defaults of the ServingStack reference.
   ansible.builtin.set_fact:
-    lws_component: "{{ lookup('modelplane.serving.servingstack_component', 'lws') }}"
+    lws_entry: "{{ lookup('modelplane.serving.servingstack_component', 'lws') }}"
 """
 
 RETURN = r"""
@@ -55,6 +56,9 @@ _raw:
     role:
       description: Fully qualified role name.
       type: str
+    title:
+      description: The component's name as people write it (for task names and messages).
+      type: str
     namespace:
       description: The component's namespace.
       type: str
@@ -65,7 +69,10 @@ _raw:
       description: Components that must converge first.
       type: list
     releases:
-      description: Helm releases (release, chart, chart_ref, chart_repo_url, version, namespace, version_key).
+      description:
+        - Helm releases (release, chart, chart_ref, chart_repo_url, version, namespace, version_key, atomic,
+          crd_groups), in install order.
+        - A component role's Helm values are keyed by their C(chart).
       type: list
     manifests:
       description: Objects applied from templates, by description.

@@ -1,15 +1,14 @@
 """The test charts (``build.py``): built, served, accepted by real helm, and rendering what the collection relies on.
 
 Run: ``.venv/bin/python -m pytest testing/charts -p no:xdist -q``. The values each chart is rendered with are the
-collection's own: ``roles/<role>/vars/main.yml`` ``<role>_role_values`` (the role combines them with the user's
-empty-by-default ``<role>_values`` and hands them to ``roles/helm_release`` as ``helm_release_values``), with the
-releases (``mp-<chart>``) and namespaces of the components table. Everything skips, with that reason, only when
+collection's own: ``roles/<role>/templates/values.yaml.j2``, keyed by chart (``roles/component`` merges the user's
+empty-by-default ``component_values`` over them and hands them to ``roles/helm_release``), with the releases
+(``mp-<chart>``) and namespaces of the components table. Everything skips, with that reason, only when
 ``<repo>/../shared/upstream`` is absent.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.util
 import json
@@ -43,19 +42,19 @@ build = fixtures.load_build()
 components = _load("testing_charts_components", REPO_ROOT / "plugins/module_utils/servingstack/components.py")
 chart_repo = fixtures.chart_repo
 
-# Chart -> (role, the role's variable holding the values it passes to helm for that chart).
-ROLE_VALUES: dict[str, tuple[str, str]] = {
-    "cert-manager": ("cert_manager", "cert_manager_role_values"),
-    "trust-manager": ("trust_manager", "trust_manager_role_values"),
-    "node-feature-discovery": ("nfd", "nfd_role_values"),
-    "dra-driver-nvidia-gpu": ("nvidia_dra", "nvidia_dra_role_values"),
-    "gateway-helm": ("envoy_gateway", "envoy_gateway_role_values"),
-    "ai-gateway-crds-helm": ("envoy_gateway", "envoy_gateway_ai_gateway_crds_role_values"),
-    "ai-gateway-helm": ("envoy_gateway", "envoy_gateway_ai_gateway_role_values"),
-    "lws": ("lws", "lws_role_values"),
-    "kai-scheduler": ("grove_kai", "grove_kai_kai_role_values"),
-    "grove-charts": ("grove_kai", "grove_kai_grove_role_values"),
-    "kube-prometheus-stack": ("prometheus", "prometheus_role_values"),
+# Chart -> the component role whose templates/values.yaml.j2 holds its values.
+ROLE_OF_CHART: dict[str, str] = {
+    "cert-manager": "cert_manager",
+    "trust-manager": "trust_manager",
+    "node-feature-discovery": "nfd",
+    "dra-driver-nvidia-gpu": "nvidia_dra",
+    "gateway-helm": "envoy_gateway",
+    "ai-gateway-crds-helm": "envoy_gateway",
+    "ai-gateway-helm": "envoy_gateway",
+    "lws": "lws",
+    "kai-scheduler": "grove_kai",
+    "grove-charts": "grove_kai",
+    "kube-prometheus-stack": "prometheus",
 }
 GKE_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"
 KEEP = "helm.sh/resource-policy"
@@ -83,39 +82,21 @@ def _component_of(chart_name: str) -> Any:
     return next(c for c in components.COMPONENTS if any(chart.name == chart_name for chart in c.charts))
 
 
-def _render_jinja(value: Any, context: dict[str, Any]) -> Any:
-    """Ansible-like templating of a role variable: strings with ``{{`` rendered; a whole-expression dict literal back
-    to a dict."""
-    if isinstance(value, dict):
-        return {key: _render_jinja(item, context) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_render_jinja(item, context) for item in value]
-    if not isinstance(value, str) or "{{" not in value:
-        return value
-    text = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(value).render(context)
-    stripped = value.strip()
-    if stripped.startswith("{{") and stripped.endswith("}}") and text.strip().startswith(("{", "[")):
-        return ast.literal_eval(text.strip())
-    return text
-
-
-def _role_vars(role: str) -> dict[str, Any]:
-    return yaml.safe_load((REPO_ROOT / "roles" / role / "vars" / "main.yml").read_text()) or {}
-
-
 def collection_values(chart: str, driver_root: str = "/") -> dict[str, Any]:
-    """The values the collection hands helm for ``chart`` (role defaults, no user overrides)."""
-    role, variable = ROLE_VALUES[chart]
-    role_vars = _role_vars(role)
+    """The values the collection hands helm for ``chart`` (the role's own, no user values): its role's
+    ``templates/values.yaml.j2`` rendered as Ansible renders it, with what that template reads."""
+    role = ROLE_OF_CHART[chart]
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True)
+    environment.filters["to_json"] = json.dumps
+    environment.filters["bool"] = lambda value: str(value).lower() in {"true", "yes", "1"}
     context = {
         "envoy_gateway_ai_gateway_namespace": _table_chart("ai-gateway-helm").namespace,
-        "trust_manager_component": {"namespace": components.BY_NAME["trust_manager"].namespace},
+        "component_entry": {"namespace": components.BY_NAME[role].namespace},
         "nvidia_dra_driver_root": driver_root,
+        "nvidia_dra_critical_quota": driver_root != "/",
     }
-    values = _render_jinja(role_vars.get(variable) or {}, context)
-    if role == "nvidia_dra":  # nvidia_dra_helm_values: role values, then nvidiaDriverRoot only when not "/"
-        values = {**values, **_render_jinja(role_vars["nvidia_dra_driver_values"], context)}
-    return values
+    text = (REPO_ROOT / "roles" / role / "templates" / "values.yaml.j2").read_text()
+    return (yaml.safe_load(environment.from_string(text).render(context)) or {})[chart] or {}
 
 
 # --- helm ---------------------------------------------------------------------------------------------------

@@ -89,12 +89,12 @@ def cycle(
     present()
     second = ok(run(cluster, playbook, extra_vars=extra), f"{role} present again")
     assert second.changed == 0, f"{role}: second run changed {second.recap}\n{second.stdout[-4000:]}"
-    gone = ok(run(cluster, playbook, extra_vars={**extra, f"{role}_state": "absent"}), f"{role} absent")
+    gone = ok(run(cluster, playbook, extra_vars={**extra, "component_state": "absent"}), f"{role} absent")
     assert gone.changed > 0
     absent()
     if not absent_again:
         return
-    again = ok(run(cluster, playbook, extra_vars={**extra, f"{role}_state": "absent"}), f"{role} absent again")
+    again = ok(run(cluster, playbook, extra_vars={**extra, "component_state": "absent"}), f"{role} absent again")
     assert again.changed == 0, f"{role}: re-running teardown changed {again.recap}\n{again.stdout[-4000:]}"
 
 
@@ -191,10 +191,10 @@ def test_nvidia_dra_driver_root_adds_and_removes_the_quota(cluster, tmp_path):
 
     # Teardown (from the GKE setting, so the quota has to go too), twice.
     ok(run(cluster, playbook, extra_vars={**gke}), "GKE driver root before teardown")
-    ok(run(cluster, playbook, extra_vars={**gke, "nvidia_dra_state": "absent"}), "absent")
+    ok(run(cluster, playbook, extra_vars={**gke, "component_state": "absent"}), "absent")
     assert release_values(cluster, release, namespace) is None
     assert kube_object(cluster, "resourcequota", quota, namespace) is None
-    repeat = ok(run(cluster, playbook, extra_vars={**gke, "nvidia_dra_state": "absent"}), "absent again")
+    repeat = ok(run(cluster, playbook, extra_vars={**gke, "component_state": "absent"}), "absent again")
     assert repeat.changed == 0, repeat.stdout[-4000:]
 
 
@@ -263,7 +263,7 @@ def test_modelexpress_alone(cluster, tmp_path):
     def absent() -> None:
         assert kube_object(cluster, "deployment", "modelexpress-server", namespace) is None
         assert kube_object(cluster, "namespace", namespace) is None
-        # CRDs stay unless modelexpress_remove_crds is set.
+        # CRDs stay unless component_remove_crds is set.
         assert kube_object(cluster, "crd", "modelmetadatas.modelexpress.nvidia.com") is not None
 
     # Check mode with --diff on a fresh cluster writes nothing.
@@ -277,7 +277,7 @@ def test_modelexpress_alone(cluster, tmp_path):
     cycle(cluster, tmp_path, "modelexpress", extra, present, absent)
 
     playbook = one_role_playbook(tmp_path, "modelexpress")
-    opt_in = {**extra, "modelexpress_state": "absent", "modelexpress_remove_crds": True}
+    opt_in = {**extra, "component_state": "absent", "component_remove_crds": True}
     ok(run(cluster, playbook, extra_vars=opt_in), "absent with CRDs")
     assert kube_object(cluster, "crd", "modelmetadatas.modelexpress.nvidia.com") is None
     assert kube_object(cluster, "crd", "modelcacheentries.modelexpress.nvidia.com") is None

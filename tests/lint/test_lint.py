@@ -19,6 +19,10 @@ BIN = Path(sys.executable).parent
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
+        # ansible-lint puts $ANSIBLE_HOME/collections (default ~/.ansible/collections) before the project's: a
+        # modelplane.serving installed there once (ansible-galaxy collection install) would stand in for this
+        # checkout and fail its syntax check (the component roles import modelplane.serving.component).
+        "ANSIBLE_HOME": str(REPO / ".cache" / "ansible-lint-home"),
         "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",

@@ -194,3 +194,37 @@ def test_prune_plan_is_the_other_stacks_components_in_teardown_order():
     assert plan.prune_plan(dynamo)[0]["releases"][0]["release"] == "mp-lws"
     planned_names = {entry["name"] for entry in plan.build_plan(standard)}
     assert not planned_names & {entry["name"] for entry in plan.prune_plan(standard)}
+
+
+# --------------------------------------------------------------------------- teardown order, from the table alone
+
+SECRETS = [{"type": "Kubeconfig", "name": "kubeconfig", "key": "kubeconfig"}]
+
+
+def test_teardown_takes_the_ingress_down_first_then_the_rest_in_reverse_install_order():
+    from ansible_collections.modelplane.serving.plugins.filter.teardown import servingstack_teardown_order
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.teardown import teardown_order
+
+    for stack in ("Standard", "Dynamo"):
+        names = [component.name for component in plan.components_for(stack)]
+        ingress = [component.name for component in plan.components_for(stack) if component.ingress]
+        assert ingress == ["envoy_gateway"], "the table names the gateway as where requests enter"
+        assert teardown_order(names) == ingress + [name for name in reversed(names) if name not in ingress]
+        # The order given does not matter, only the table.
+        assert teardown_order(reversed(names)) == teardown_order(names)
+        # What the servingstack role loops over: the plan's entries, reordered.
+        entries = plan.build_plan(spec.defaulted_spec({"stack": stack, "secrets": SECRETS}))
+        assert [entry["name"] for entry in servingstack_teardown_order(entries)] == teardown_order(names)
+    assert teardown_order(["lws", "cert_manager"]) == ["lws", "cert_manager"]
+    # The other stack's components, as a converge prunes them, come out in the same order as the prune plan.
+    dynamo = spec.defaulted_spec({"stack": "Dynamo", "secrets": SECRETS})
+    pruned = plan.prune_plan(dynamo)
+    assert servingstack_teardown_order(pruned) == pruned
+
+
+def test_teardown_refuses_a_name_the_table_does_not_have():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.modelplane.serving.plugins.filter.teardown import servingstack_teardown_order
+
+    with pytest.raises(AnsibleFilterError, match=r"not components of modelplane\.serving: ingress_controller"):
+        servingstack_teardown_order([{"name": "ingress_controller"}, {"name": "lws"}])

@@ -22,7 +22,7 @@ def record_secret(name, namespace, revision, status, chart, version, config=None
 
 OURS = {"release": "mp-cert-manager", "chart": "cert-manager", "chart_ref": "cert-manager",
         "chart_repo_url": "https://charts.jetstack.io", "version": "v1.21.1", "namespace": "cert-manager"}
-VALUES = {"mp-cert-manager": {"crds": {"enabled": True, "keep": True}}}
+VALUES = {"cert-manager": {"crds": {"enabled": True, "keep": True}}}
 
 
 def test_records_keep_the_latest_revision_and_skip_other_secrets():
@@ -49,20 +49,20 @@ def test_a_users_release_values_are_never_kept():
 
 def test_a_deployed_release_with_the_same_version_and_values_needs_no_helm():
     found = releases.records([record_secret("mp-cert-manager", "cert-manager", 1, "deployed", "cert-manager",
-                                            "v1.21.1", VALUES["mp-cert-manager"])])
+                                            "v1.21.1", VALUES["cert-manager"])])
     assert releases.changes([OURS], VALUES, found) == {"todo": [], "conflicts": []}
 
 
 def test_version_values_status_or_absence_send_it_to_helm():
     def todo(**record):
         base = {"name": "mp-cert-manager", "namespace": "cert-manager", "revision": 1, "status": "deployed",
-                "chart": "cert-manager", "version": "v1.21.1", "config": VALUES["mp-cert-manager"]}
+                "chart": "cert-manager", "version": "v1.21.1", "config": VALUES["cert-manager"]}
         return releases.changes([OURS], VALUES, [{**base, **record}])["todo"]
 
     assert todo() == []
     assert todo(version="1.21.1") == []  # helm matches versions with or without the v
     assert todo(version="v1.21.0")[0]["installed"] is True
-    assert todo(config={})[0]["values"] == VALUES["mp-cert-manager"]
+    assert todo(config={})[0]["values"] == VALUES["cert-manager"]
     assert todo(status="failed")
     assert releases.changes([OURS], VALUES, [])["todo"][0]["installed"] is False
 
@@ -219,3 +219,40 @@ def test_an_upgrade_carries_the_installed_revisions_unkept_crds() -> None:
     assert (todo["installed"], todo["unkept_crds"]) == (True, ["leaderworkersets.leaderworkerset.x-k8s.io"])
     [fresh] = releases.changes([entry], {}, [])["todo"]
     assert (fresh["installed"], fresh["unkept_crds"]) == (False, [])
+
+
+# --------------------------------------------------------------------------- values by chart
+
+GROVE_KAI = [{"release": "mp-kai-scheduler", "chart": "kai-scheduler"},
+             {"release": "mp-grove-charts", "chart": "grove-charts"}]
+
+
+def test_values_are_keyed_by_chart_and_the_users_merge_over_the_roles_recursively():
+    own = {"grove-charts": {"config": {"scheduler": {"defaultProfileName": "kai-scheduler", "profiles": [{"a": 1}]}}}}
+    extra = {"grove-charts": {"config": {"scheduler": {"profiles": []}}, "replicaCount": 2},
+             "kai-scheduler": {"global": {"tolerations": []}},
+             # Another component's chart: that component's role takes it.
+             "lws": {"replicaCount": 3}}
+    assert releases.chart_values(own, extra, GROVE_KAI) == {
+        "kai-scheduler": {"global": {"tolerations": []}},
+        # Lists are replaced, mappings merged key by key.
+        "grove-charts": {"config": {"scheduler": {"defaultProfileName": "kai-scheduler", "profiles": []}},
+                         "replicaCount": 2},
+    }
+    assert own["grove-charts"]["config"]["scheduler"]["profiles"] == [{"a": 1}], "the role's values are not changed"
+    assert releases.chart_values(None, None, GROVE_KAI) == {"kai-scheduler": {}, "grove-charts": {}}
+
+
+@pytest.mark.parametrize(("own", "extra", "message"), [
+    ({"node-feature-discovery": {}}, {},
+     "roles/grove_kai/templates/values.yaml.j2: node-feature-discovery is not a chart of this component "
+     "(its charts: kai-scheduler, grove-charts)"),
+    ({}, {"grove-chart": {}}, "component_values.grove-chart: no component installs a chart of that name (charts: "),
+    ({}, ["grove-charts"], "component_values: must be a mapping of chart name to Helm values"),
+    ({}, {"grove-charts": [1]}, "component_values.grove-charts: must be a mapping of Helm values"),
+    ({"grove-charts": "x"}, {}, "roles/grove_kai/templates/values.yaml.j2.grove-charts: must be a mapping"),
+])
+def test_values_for_what_is_not_a_chart_are_refused_by_name(own, extra, message):
+    with pytest.raises(releases.ValuesError) as raised:
+        releases.chart_values(own, extra, GROVE_KAI, "roles/grove_kai/templates/values.yaml.j2")
+    assert str(raised.value).startswith(message)

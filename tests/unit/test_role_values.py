@@ -1,8 +1,10 @@
-"""The Helm values and templates of the roles nfd, nvidia_dra, lws, grove_kai, modelexpress and prometheus.
+"""The component roles' Helm values, templates and interfaces.
 
-Each role's variables are rendered with Ansible's own templating (defaults, then vars, then the test's
-extra vars, as a play would), and every values key is checked against the chart's upstream values.yaml.
-Objects of custom kinds are validated against their upstream CRD schema.
+Each role's variables are rendered with Ansible's own templating, as the play does in
+modelplane.serving.component's tasks (the role's and the component role's defaults, the test's extra vars, then
+their vars), and every values key is checked against the chart's upstream values.yaml. Objects of custom kinds are
+validated against their upstream CRD schema. Every role's argument specs mirror its defaults, and every component
+role holds only what differs from the others.
 """
 
 from __future__ import annotations
@@ -57,17 +59,23 @@ def _load(path: Path) -> dict[str, Any]:
     return DataLoader().load_from_file(str(path), trusted_as_template=True) or {}
 
 
+COMPONENT = ROLES / "component"
+
+
 def templar(role: str, **extra: Any):
-    """An Ansible Templar over the role's defaults, its vars and ``extra`` (in play precedence order)."""
+    """An Ansible Templar as modelplane.serving.component's tasks see the variables of component role ``role``."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
     # tests/conftest.py installed Ansible's collection loader over .collections for the session.
     variables: dict[str, Any] = {}
-    variables.update(_load(ROLES / role / "defaults" / "main.yml"))
-    if (ROLES / role / "vars" / "main.yml").exists():
-        variables.update(_load(ROLES / role / "vars" / "main.yml"))
-    variables.update(extra)
+    for folder in (ROLES / role, COMPONENT):
+        if (folder / "defaults" / "main.yml").exists():
+            variables.update(_load(folder / "defaults" / "main.yml"))
+    variables.update({"component_name": role, "role_path": str(COMPONENT), "component_state": "present", **extra})
+    for folder in (ROLES / role, COMPONENT):
+        if (folder / "vars" / "main.yml").exists():
+            variables.update(_load(folder / "vars" / "main.yml"))
     return Templar(loader=DataLoader(), variables=variables)
 
 
@@ -78,26 +86,14 @@ def var(role: str, name: str, **extra: Any) -> Any:
 
 
 def render(role: str, template: str, **extra: Any) -> list[dict[str, Any]]:
-    """The role's template rendered like lookup('ansible.builtin.template') | from_yaml_all | select."""
-    from ansible.template import trust_as_template
-
-    text = (ROLES / role / "templates" / template).read_text()
-    rendered = templar(role, **extra).template(trust_as_template(text))
+    """The role's template rendered by lookup('ansible.builtin.template'), as the role renders it."""
+    rendered = var(role, f"lookup('ansible.builtin.template', {str(ROLES / role / 'templates' / template)!r})", **extra)
     return [doc for doc in yaml.safe_load_all(rendered) if doc]
 
 
-def release_values(role: str, **extra: Any) -> dict[str, dict[str, Any]]:
-    """Release name -> values, as the role hands them to modelplane.serving.helm_release."""
-    component = var(role, f"{role}_component", **extra)
-    if role == "grove_kai":
-        return var(role, "grove_kai_helm_values", **extra)
-    return {component["releases"][0]["release"]: var(role, f"{role}_helm_values", **extra)}
-
-
 def by_chart(role: str, **extra: Any) -> dict[str, dict[str, Any]]:
-    component = var(role, f"{role}_component", **extra)
-    values = release_values(role, **extra)
-    return {release["chart"]: values[release["release"]] for release in component["releases"]}
+    """Chart name -> values, as modelplane.serving.component hands them to modelplane.serving.helm_release."""
+    return var(role, "component_chart_values", **extra)
 
 
 @cache
@@ -154,9 +150,9 @@ DYNAMO = {"stack": "Dynamo"}
     [
         ("nfd", {}),
         ("nvidia_dra", {}),
-        ("nvidia_dra", {"nvidia_dra_spec": {"nvidiaDriverRoot": GKE_ROOT}}),
+        ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}}),
         ("lws", {}),
-        ("grove_kai", {"grove_kai_spec": DYNAMO}),
+        ("grove_kai", {"component_spec": DYNAMO}),
         ("prometheus", {}),
     ],
     ids=["nfd", "nvidia_dra", "nvidia_dra-gke", "lws", "grove_kai", "prometheus"],
@@ -171,7 +167,7 @@ def test_every_values_key_exists_in_the_chart(role, extra):
 
 
 def test_the_key_check_catches_an_unknown_key():
-    values = copy.deepcopy(var("nfd", "nfd_helm_values"))
+    values = copy.deepcopy(by_chart("nfd")["node-feature-discovery"])
     values["worker"]["tolerationz"] = []
     assert unknown_paths(values, chart_defaults("node-feature-discovery"), "node-feature-discovery") == [
         "worker.tolerationz"
@@ -182,30 +178,41 @@ def test_the_key_check_catches_an_unknown_key():
 
 
 def test_nfd_worker_tolerates_the_gpu_taint():
-    values = var("nfd", "nfd_helm_values")
+    values = by_chart("nfd")["node-feature-discovery"]
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["worker"]["tolerations"]
     # The chart's default is no toleration at all: without ours the DRA chain breaks silently.
     assert chart_defaults("node-feature-discovery")["worker"]["tolerations"] == []
 
 
 def test_user_values_merge_over_the_role_values_recursively():
-    values = var(
-        "nfd", "nfd_helm_values", nfd_values={"worker": {"nodeSelector": {"pool": "gpu"}}, "gc": {"enable": False}}
-    )
+    extra = {"node-feature-discovery": {"worker": {"nodeSelector": {"pool": "gpu"}}, "gc": {"enable": False}},
+             # Another component's chart: that role takes it, this one leaves it.
+             "lws": {"replicaCount": 2}}
+    charts = by_chart("nfd", component_values=extra)
+    assert list(charts) == ["node-feature-discovery"]
+    values = charts["node-feature-discovery"]
     assert values["worker"]["nodeSelector"] == {"pool": "gpu"}
     assert values["worker"]["tolerations"], "the role's toleration must survive a user's worker values"
     assert values["gc"] == {"enable": False}
 
 
 def test_nfd_release_is_the_fixed_prefixed_name():
-    assert list(release_values("nfd")) == ["mp-node-feature-discovery"]
+    releases = var("nfd", "component_entry")["releases"]
+    assert [release["release"] for release in releases] == ["mp-node-feature-discovery"]
+
+
+def test_a_users_value_for_a_chart_no_component_installs_is_refused_by_name():
+    from ansible.errors import AnsibleError
+
+    with pytest.raises(AnsibleError, match=r"component_values\.node-feature-discover: no component installs a chart"):
+        by_chart("nfd", component_values={"node-feature-discover": {}})
 
 
 # --------------------------------------------------------------------------- nvidia_dra
 
 
 def test_dra_default_driver_root_sets_no_value_and_no_quota():
-    values = var("nvidia_dra", "nvidia_dra_helm_values")
+    values = by_chart("nvidia_dra")["dra-driver-nvidia-gpu"]
     assert "nvidiaDriverRoot" not in values
     assert values["gpuResourcesEnabledOverride"] is True
     assert values["resources"]["computeDomains"]["enabled"] is False
@@ -215,16 +222,16 @@ def test_dra_default_driver_root_sets_no_value_and_no_quota():
 @pytest.mark.parametrize(
     "extra",
     [
-        {"nvidia_dra_spec": {"nvidiaDriverRoot": GKE_ROOT}},
+        {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}},
         # A whole ServingStack manifest works as the spec too.
-        {"nvidia_dra_spec": {"apiVersion": "x/v1", "kind": "ServingStack", "spec": {"nvidiaDriverRoot": GKE_ROOT}}},
+        {"component_spec": {"apiVersion": "x/v1", "kind": "ServingStack", "spec": {"nvidiaDriverRoot": GKE_ROOT}}},
         {"servingstack_spec": {"nvidiaDriverRoot": GKE_ROOT}},
         {"nvidia_dra_driver_root": GKE_ROOT},
     ],
     ids=["role-spec", "manifest", "servingstack_spec", "explicit"],
 )
 def test_dra_gke_driver_root_sets_the_value_and_the_quota(extra):
-    values = var("nvidia_dra", "nvidia_dra_helm_values", **extra)
+    values = by_chart("nvidia_dra", **extra)["dra-driver-nvidia-gpu"]
     assert values["nvidiaDriverRoot"] == GKE_ROOT
     assert var("nvidia_dra", "nvidia_dra_critical_quota", **extra) is True
 
@@ -232,18 +239,18 @@ def test_dra_gke_driver_root_sets_the_value_and_the_quota(extra):
 def test_dra_values_keep_the_chart_rendering():
     """The chart fails to render with GPUs on but no override, with a namespace value, or with nvidiaCtkPath."""
     for extra in ({}, {"nvidia_dra_driver_root": GKE_ROOT}):
-        values = var("nvidia_dra", "nvidia_dra_helm_values", **extra)
+        values = by_chart("nvidia_dra", **extra)["dra-driver-nvidia-gpu"]
         gpus = values.get("resources", {}).get("gpus", {}).get("enabled", True)
         assert not gpus or values["gpuResourcesEnabledOverride"] is True
         assert "namespace" not in values
         assert "nvidiaCtkPath" not in values
-    namespace = var("nvidia_dra", "nvidia_dra_component")["namespace"]
+    namespace = var("nvidia_dra", "component_entry")["namespace"]
     assert namespace != "default"
 
 
 def test_dra_quota_admits_system_critical_pods_in_the_driver_namespace():
-    docs = render("nvidia_dra", "critical-pods-quota.yaml.j2", nvidia_dra_driver_root=GKE_ROOT)
-    namespace = var("nvidia_dra", "nvidia_dra_component")["namespace"]
+    docs = render("nvidia_dra", "prerequisites.yaml.j2", nvidia_dra_driver_root=GKE_ROOT)
+    namespace = var("nvidia_dra", "component_entry")["namespace"]
     assert [d["kind"] for d in docs] == ["Namespace", "ResourceQuota"]
     assert docs[0]["metadata"]["name"] == namespace
     quota = docs[1]
@@ -263,13 +270,13 @@ def test_dra_quota_admits_system_critical_pods_in_the_driver_namespace():
 
 
 def test_lws_release_follows_the_standard_pin():
-    component = var("lws", "lws_component", lws_spec={"standard": {"leaderWorkerSet": "v0.9.0"}})
+    component = var("lws", "component_entry", component_spec={"standard": {"leaderWorkerSet": "v0.9.0"}})
     assert component["releases"][0]["version"] == "v0.9.0"
-    assert release_values("lws") == {"mp-lws": {}}
+    assert by_chart("lws") == {"lws": {}}
 
 
 def test_prometheus_values_are_what_modelplane_composes():
-    values = var("prometheus", "prometheus_helm_values")
+    values = by_chart("prometheus")["kube-prometheus-stack"]
     spec = values["prometheus"]["prometheusSpec"]
     assert values["fullnameOverride"] == "prometheus"
     assert spec["podMonitorSelectorNilUsesHelmValues"] is False
@@ -302,7 +309,7 @@ def _relabel(config: dict[str, Any], labels: dict[str, str]) -> dict[str, str] |
 
 
 def test_prometheus_scrapes_envoy_gateway_proxies_on_19001():
-    configs = var("prometheus", "prometheus_helm_values")["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"]
+    configs = by_chart("prometheus")["kube-prometheus-stack"]["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"]
     [job] = [c for c in configs if c["job_name"] == "envoy-gateway-proxies"]
     assert job["metrics_path"] == "/stats/prometheus"
     assert job["kubernetes_sd_configs"] == [{"role": "pod"}]
@@ -328,7 +335,7 @@ def test_prometheus_scrapes_envoy_gateway_proxies_on_19001():
 
 
 def test_grove_hands_gang_scheduling_to_kai():
-    values = by_chart("grove_kai", grove_kai_spec=DYNAMO)
+    values = by_chart("grove_kai", component_spec=DYNAMO)
     scheduler = values["grove-charts"]["config"]["scheduler"]
     assert scheduler["defaultProfileName"] == "kai-scheduler"
     assert {"name": "kai-scheduler"} in scheduler["profiles"]
@@ -337,22 +344,21 @@ def test_grove_hands_gang_scheduling_to_kai():
 
 
 def test_grove_kai_values_reach_their_own_release():
-    component = var("grove_kai", "grove_kai_component", grove_kai_spec=DYNAMO)
+    component = var("grove_kai", "component_entry", component_spec=DYNAMO)
     assert [r["chart"] for r in component["releases"]] == ["kai-scheduler", "grove-charts"]
-    values = release_values(
+    values = by_chart(
         "grove_kai",
-        grove_kai_spec=DYNAMO,
-        grove_kai_kai_values={"global": {"tolerations": []}},
-        grove_kai_grove_values={"replicaCount": 2},
+        component_spec=DYNAMO,
+        component_values={"kai-scheduler": {"global": {"tolerations": []}}, "grove-charts": {"replicaCount": 2}},
     )
-    assert values["mp-kai-scheduler"] == {"global": {"tolerations": []}}
-    assert values["mp-grove-charts"]["replicaCount"] == 2
-    assert values["mp-grove-charts"]["config"]["scheduler"]["defaultProfileName"] == "kai-scheduler"
+    assert values["kai-scheduler"] == {"global": {"tolerations": []}}
+    assert values["grove-charts"]["replicaCount"] == 2
+    assert values["grove-charts"]["config"]["scheduler"]["defaultProfileName"] == "kai-scheduler"
 
 
 def test_kai_queues_pass_the_upstream_queue_schema():
     schema = crd_schema("kai-scheduler/chart/crds/scheduling.run.ai_queues.yaml", "Queue")
-    docs = render("grove_kai", "queues.yaml.j2", grove_kai_spec=DYNAMO)
+    docs = render("grove_kai", "objects.yaml.j2", component_spec=DYNAMO)
     assert [d["metadata"]["name"] for d in docs] == ["modelplane-parent", "modelplane"]
     for doc in docs:
         assert (doc["apiVersion"], doc["kind"]) == ("scheduling.run.ai/v2", "Queue")
@@ -368,7 +374,7 @@ def test_kai_queues_pass_the_upstream_queue_schema():
 
 def test_kai_queue_schema_check_catches_a_bad_queue():
     schema = crd_schema("kai-scheduler/chart/crds/scheduling.run.ai_queues.yaml", "Queue")
-    docs = render("grove_kai", "queues.yaml.j2", grove_kai_queue_resources={"gpu": {"quota": "all"}})
+    docs = render("grove_kai", "objects.yaml.j2", grove_kai_queue_resources={"gpu": {"quota": "all"}})
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(docs[0], schema)
 
@@ -381,11 +387,11 @@ MX_CRDS = "modelexpress/crds/modelexpress.nvidia.com_crds.yaml"
 
 @pytest.fixture(scope="module")
 def mx_docs() -> dict[str, list[dict[str, Any]]]:
-    extra = {"modelexpress_spec": {"stack": "Dynamo", "dynamo": {"modelExpress": "0.4.1"}}}
+    extra = {"component_spec": {"stack": "Dynamo", "dynamo": {"modelExpress": "0.4.1"}}}
     return {
         "crds": render("modelexpress", "crds.yaml.j2", **extra),
         "server": render("modelexpress", "server.yaml.j2", **extra),
-        "component": var("modelexpress", "modelexpress_component", **extra),
+        "component": var("modelexpress", "component_entry", **extra),
     }
 
 
@@ -507,7 +513,7 @@ def test_modelexpress_image_tag_and_pull_secrets_follow_the_variables():
     docs = render(
         "modelexpress",
         "server.yaml.j2",
-        modelexpress_spec={"stack": "Dynamo", "dynamo": {"modelExpress": "0.5.0"}},
+        component_spec={"stack": "Dynamo", "dynamo": {"modelExpress": "0.5.0"}},
         modelexpress_image_pull_secrets=["nvcr-secret"],
         modelexpress_log_level="debug",
     )
@@ -520,14 +526,29 @@ def test_modelexpress_image_tag_and_pull_secrets_follow_the_variables():
 # --------------------------------------------------------------------------- role interfaces
 
 
-MY_ROLES = ["nfd", "nvidia_dra", "lws", "grove_kai", "modelexpress", "prometheus"]
+# Every role of the collection.
+MY_ROLES = sorted(path.name for path in ROLES.iterdir() if (path / "tasks" / "main.yml").exists())
+
+
+def _yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text()) if path.exists() else None
+
+
+def test_my_roles_are_every_role_and_the_component_roles_are_the_tables():
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import COMPONENTS
+
+    assert {"servingstack", "helm_release", "component"} < set(MY_ROLES)
+    assert set(MY_ROLES) - {"servingstack", "helm_release", "component"} == {c.name for c in COMPONENTS}
 
 
 @pytest.mark.parametrize("role", MY_ROLES)
 def test_argument_specs_mirror_defaults(role):
-    defaults = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
-    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
-    options = specs["argument_specs"]["main"]["options"]
+    defaults = _yaml(ROLES / role / "defaults" / "main.yml") or {}
+    specs = _yaml(ROLES / role / "meta" / "argument_specs.yml")
+    assert specs, f"{role}: no meta/argument_specs.yml"
+    main = specs["argument_specs"]["main"]
+    assert main.get("short_description"), role
+    options = main.get("options") or {}
     assert set(options) == set(defaults), role
     for name, option in options.items():
         assert name.startswith(role + "_"), name
@@ -538,12 +559,105 @@ def test_argument_specs_mirror_defaults(role):
 
 @pytest.mark.parametrize("role", MY_ROLES)
 def test_every_default_is_commented(role):
-    lines = (ROLES / role / "defaults" / "main.yml").read_text().splitlines()
+    path = ROLES / role / "defaults" / "main.yml"
+    lines = path.read_text().splitlines() if path.exists() else []
     for index, line in enumerate(lines):
         if line and not line.startswith((" ", "#", "-")) and ":" in line:
             assert lines[index - 1].startswith("#") or lines[index - 1].startswith(f"{role}_"), (
                 f"{role}: {line.split(':')[0]} has no comment"
             )
+
+
+# --------------------------------------------------------------------------- a component role is what differs
+
+COMPONENT_ROLES = sorted(set(MY_ROLES) - {"servingstack", "helm_release", "component"})
+# What a component role may hold: what differs from the others, and the include every one has.
+MAY_HOLD = {
+    "README.md", "meta/main.yml", "meta/argument_specs.yml", "tasks/main.yml", "defaults/main.yml", "vars/main.yml",
+    "templates/values.yaml.j2", "templates/objects.yaml.j2", "templates/prerequisites.yaml.j2",
+    "tasks/present.yml", "tasks/absent.yml",
+}
+
+
+@pytest.mark.parametrize("role", COMPONENT_ROLES)
+def test_a_component_role_includes_the_shared_converge_and_nothing_else_in_main(role):
+    assert _yaml(ROLES / role / "tasks" / "main.yml") == _yaml(ROLES / "lws" / "tasks" / "main.yml") == [
+        {"name": "Converge the component.", "ansible.builtin.import_role": {"name": "modelplane.serving.component"}}]
+
+
+@pytest.mark.parametrize("role", COMPONENT_ROLES)
+def test_a_component_roles_values_are_keyed_by_its_charts(role):
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
+
+    charts = [chart.name for chart in BY_NAME[role].charts]
+    values = ROLES / role / "templates" / "values.yaml.j2"
+    assert values.exists() == bool(charts), f"{role}: values.yaml.j2 is there exactly when the component has charts"
+    extra = {"component_spec": {"stack": "Dynamo"}} if "Standard" not in BY_NAME[role].stacks else {}
+    assert list(by_chart(role, **extra)) == charts
+    if charts:
+        assert list(yaml.safe_load(var(role, "lookup('ansible.builtin.template', component_values_file)",
+                                       **extra))) == charts
+
+
+def test_a_chart_only_component_is_its_values_and_readme():
+    """lws, nfd, prometheus: the table entry, the schema's pin, and a role of values and a README (README.md,
+    "Adding a component"), with the meta/ and tasks/main.yml every component role has."""
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import components
+
+    for role in ("lws", "nfd", "prometheus"):
+        assert components.BY_NAME[role].charts and not components.BY_NAME[role].manifests, role
+        held = {str(path.relative_to(ROLES / role)) for path in (ROLES / role).rglob("*") if path.is_file()}
+        assert held == {"README.md", "meta/main.yml", "meta/argument_specs.yml", "tasks/main.yml",
+                        "templates/values.yaml.j2"}, role
+
+
+@pytest.mark.parametrize("role", COMPONENT_ROLES)
+def test_a_component_role_holds_only_known_parts(role):
+    held = {str(path.relative_to(ROLES / role)) for path in (ROLES / role).rglob("*") if path.is_file()}
+    extra_templates = {name for name in held if name.startswith("templates/")} - MAY_HOLD
+    extra_tasks = {name for name in held if name.startswith("tasks/")} - MAY_HOLD
+    # envoy_gateway's tasks are split (prune, legacy, status_names), and so is trust_manager's status entry point.
+    assert extra_tasks <= {"tasks/prune.yml", "tasks/legacy.yml", "tasks/status_names.yml"}, role
+    assert held - MAY_HOLD - extra_templates - extra_tasks == set(), role
+
+
+def test_the_shared_settings_have_one_home():
+    """state, spec, values, adopt, remove_crds, kubeconfig and timeouts: modelplane.serving.component's only; the
+    paragraph on lookups and a task's environment is written once there."""
+    shared = ("_state", "_spec", "_values", "_adopt", "_remove_crds", "_kubeconfig", "_wait_timeout", "_component")
+    for role in COMPONENT_ROLES:
+        defaults = _yaml(ROLES / role / "defaults" / "main.yml") or {}
+        assert not [name for name in defaults if name.endswith(shared)], role
+    said = [path for path in ROLES.rglob("*.yml") if "Lookups do not see a task's `environment`" in path.read_text()]
+    assert said == [ROLES / "component" / "defaults" / "main.yml"], said
+
+
+def test_trust_managers_objects_keep_the_namespace_and_take_the_written_configmap_on_teardown():
+    present = render("trust_manager", "objects.yaml.j2")
+    absent = render("trust_manager", "objects.yaml.j2", component_state="absent")
+    assert [(d["kind"], d["metadata"]["name"]) for d in present] == [
+        ("Namespace", "modelplane-system"), ("Bundle", "mp-gateway-ca")]
+    # Teardown deletes in reverse: the Bundle, then the ConfigMap it wrote; never the control plane's namespace.
+    assert [(d["kind"], d["metadata"]["name"]) for d in reversed(absent)] == [
+        ("Bundle", "mp-gateway-ca"), ("ConfigMap", "mp-gateway-ca")]
+
+
+def test_the_dra_quota_goes_on_teardown_whatever_the_driver_root_and_the_namespace_stays():
+    assert render("nvidia_dra", "prerequisites.yaml.j2") == []
+    absent = render("nvidia_dra", "prerequisites.yaml.j2", component_state="absent")
+    assert [d["kind"] for d in absent] == ["ResourceQuota"]
+
+
+def test_modelexpress_objects_are_the_crds_then_the_server_and_teardown_keeps_the_crds_unless_asked():
+    extra = {"component_spec": {"stack": "Dynamo"}}
+    objects = render("modelexpress", "objects.yaml.j2", **extra)
+    assert [d["kind"] for d in objects] == ["CustomResourceDefinition"] * 2 + [
+        "Namespace", "ServiceAccount", "Role", "RoleBinding", "Deployment", "Service"]
+    teardown = var("modelexpress", "component_objects_teardown", **extra)
+    assert [d["kind"] for d in teardown] == ["Service", "Deployment", "RoleBinding", "Role", "ServiceAccount",
+                                             "Namespace"]
+    removing = var("modelexpress", "component_objects_teardown", component_remove_crds=True, **extra)
+    assert [d["kind"] for d in removing][-2:] == ["CustomResourceDefinition"] * 2
 
 
 def test_modelexpress_selector_survives_custom_labels():
@@ -571,8 +685,8 @@ def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_str
             "clientCAs": [{"name": "null", "certificate": certificate}],
         },
     }
-    gateway_docs = render("envoy_gateway", "gateway.yaml.j2", envoy_gateway_spec=spec)
-    tls_docs = render("envoy_gateway", "tls.yaml.j2", envoy_gateway_spec=spec)
+    gateway_docs = render("envoy_gateway", "gateway.yaml.j2", component_spec=spec)
+    tls_docs = render("envoy_gateway", "tls.yaml.j2", component_spec=spec)
     by_kind = {(doc["kind"], doc["metadata"]["name"]): doc for doc in gateway_docs + tls_docs}
     assert by_kind[("GatewayClass", "true")]["metadata"]["name"] == "true"
     gateway = next(doc for doc in gateway_docs if doc["kind"] == "Gateway")
@@ -584,3 +698,43 @@ def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_str
     assert annotations == {"modelplane.ai/inference-gateway": "null"}
     serving = [doc for doc in tls_docs if doc["kind"] == "Certificate" and "dnsNames" in doc["spec"]]
     assert serving[0]["spec"]["dnsNames"] == ["*.example.com"]
+
+
+# --------------------------------------------------------------------------- the steps of a converge
+
+
+def _steps(role: str, **extra: Any) -> list[str]:
+    return [Path(step).name if step.startswith("/") else step for step in var(role, "component_steps", **extra)]
+
+
+@pytest.mark.parametrize(("role", "extra", "present", "absent"), [
+    # A chart-only component: its releases, nothing else, not even a skipped task.
+    ("lws", {}, ["releases.yml"], ["releases.yml"]),
+    ("cert_manager", {}, ["releases.yml", "present.yml"], ["absent.yml", "releases.yml"]),
+    ("trust_manager", {}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
+    # The quota goes before the release when the driver root needs it, and after it on teardown whatever the root.
+    ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}},
+     ["prerequisites.yml", "releases.yml", "present.yml"], ["releases.yml", "prerequisites.yml"]),
+    ("nvidia_dra", {}, ["releases.yml", "present.yml"], ["releases.yml", "prerequisites.yml"]),
+    ("grove_kai", {"component_spec": DYNAMO}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
+    ("modelexpress", {"component_spec": DYNAMO}, ["objects.yml"], ["objects.yml"]),
+    ("envoy_gateway", {}, ["releases.yml", "present.yml"], ["absent.yml", "releases.yml"]),
+])
+def test_a_converge_runs_only_the_steps_the_component_has_in_order_and_teardown_backwards(role, extra, present,
+                                                                                          absent):
+    assert _steps(role, **extra) == present
+    assert _steps(role, component_state="absent", **extra) == absent
+
+
+def test_the_component_name_passes_over_the_collections_own_roles_wherever_it_is_read():
+    """helm_release reads the values (component_chart_values) inside the component, where its parent is the
+    component role, not the component role's own."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    for parents in (["modelplane.serving.lws", "modelplane.serving.servingstack"],
+                    ["modelplane.serving.component", "modelplane.serving.lws", "modelplane.serving.servingstack"],
+                    ["modelplane.serving.helm_release", "modelplane.serving.component", "modelplane.serving.lws"]):
+        variables = _load(COMPONENT / "defaults" / "main.yml") | {"ansible_parent_role_names": parents}
+        name = Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ component_name }}"))
+        assert name == "lws", parents

@@ -3,8 +3,8 @@
 """The one table of serving-stack components.
 
 This is the only place that knows a component's charts, repositories, namespaces, version
-keys, stacks and dependencies. The plan (``plan.py``), the ``servingstack`` role (install
-order and teardown) and the tests all read it; nothing else repeats these facts.
+keys, stacks and dependencies. The plan (``plan.py``), the teardown order (``teardown.py``), the
+``servingstack`` role and the tests all read it; nothing else repeats these facts.
 
 Facts come from ``shared/upstream/README.md`` (chart names, OCI references, namespaces) and
 from the ServingStack reference (version keys, stacks).
@@ -78,6 +78,9 @@ class Component:
     charts: tuple[Chart, ...] = ()
     # Objects applied from manifests rather than charts, named for the plan and the docs.
     manifests: tuple[str, ...] = field(default=())
+    # Where requests enter the stack: torn down before everything else (the rest goes in reverse install order),
+    # so no request reaches a stack half torn down.
+    ingress: bool = False
 
 
 JETSTACK = "https://charts.jetstack.io"
@@ -159,6 +162,7 @@ COMPONENTS: tuple[Component, ...] = (
         # The gateway's serving certificate and its CA are cert-manager objects, made only for a
         # hostname; without one the gateway serves plain HTTP and needs nothing of cert-manager.
         needs_if=(("cert_manager", "gateway.hostname"),),
+        ingress=True,
         charts=(
             Chart(
                 "gateway-helm",

@@ -10,19 +10,30 @@ classes cost several times more to import) and work the same across client versi
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 
 class KubeReadError(Exception):
     """A read failed: the message names the object or path and the API status, never a body."""
 
 
-def connect(kubeconfig: str = "", context: str = "") -> Any:
+class Found(NamedTuple):
+    """What a read found for one named object."""
+
+    served: bool  # the cluster serves the object's kind (a CRD's kind: once the CRD is installed)
+    namespaced: bool
+    obj: dict[str, Any] | None  # the cluster's copy; None when absent (or the kind is not served)
+
+
+def connect(kubeconfig: str | dict[str, Any] = "", context: str = "", environ: Mapping[str, str] | None = None) -> Any:
     """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings.
 
-    Kubeconfig: ``kubeconfig``, else ``K8S_AUTH_KUBECONFIG``, ``KUBECONFIG``, ``~/.kube/config``;
-    context: ``context``, else (only without ``kubeconfig``) ``K8S_AUTH_CONTEXT``; inside a pod with none
-    of these, the pod's service account. ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are
+    Kubeconfig: ``kubeconfig`` (a path, or the kubeconfig itself as a mapping), else ``K8S_AUTH_KUBECONFIG``,
+    ``KUBECONFIG``, ``~/.kube/config``; context: ``context``, else (only without ``kubeconfig``)
+    ``K8S_AUTH_CONTEXT``; inside a pod with none of these, the pod's service account. ``environ`` is the
+    environment those variables are read from (default: this process's; a task's environment for an action
+    plugin, as the module it calls sees it). ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are
     refused rather than half-honoured, so reads never reach another cluster than the modules' writes. TLS
     verification follows the kubeconfig, as kubectl does; it is never turned off here.
     """
@@ -31,21 +42,26 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
         from kubernetes.dynamic import DynamicClient
     except ImportError:
         raise KubeReadError("the kubernetes Python client is required") from None
-    path = kubeconfig or os.environ.get("K8S_AUTH_KUBECONFIG") or None
-    if not path and (os.environ.get("K8S_AUTH_HOST") or os.environ.get("K8S_AUTH_API_KEY")):
+    environ = os.environ if environ is None else environ
+    path = kubeconfig or environ.get("K8S_AUTH_KUBECONFIG") or None
+    if not path and (environ.get("K8S_AUTH_HOST") or environ.get("K8S_AUTH_API_KEY")):
         raise KubeReadError("K8S_AUTH_HOST/K8S_AUTH_API_KEY are not used for reads on the controller: "
                             "give the cluster as a kubeconfig (K8S_AUTH_KUBECONFIG or the role's kubeconfig variable)")
     # K8S_AUTH_CONTEXT names a context of the environment's kubeconfig: with a kubeconfig given it could pick
     # another cluster of that file (or none), so only the file's own current context applies then.
-    context = context or ("" if kubeconfig else os.environ.get("K8S_AUTH_CONTEXT") or "")
+    context = context or ("" if kubeconfig else environ.get("K8S_AUTH_CONTEXT") or "")
     try:
-        if not path and not context and _in_cluster_only():
+        if not path and not context and _in_cluster_only(environ):
             from kubernetes.client import ApiClient
 
             config.load_incluster_config()
             api_client = ApiClient()
+        elif isinstance(path, dict):
+            api_client = config.new_client_from_config_dict(path, context=context or None)
         else:
-            api_client = config.new_client_from_config(config_file=path, context=context or None)
+            # KUBECONFIG (a list of files, merged) as the task sees it, which may not be this process's.
+            api_client = config.new_client_from_config(config_file=path or environ.get("KUBECONFIG") or None,
+                                                       context=context or None)
     except Exception as error:  # config errors name the file, not its content
         raise KubeReadError(f"cannot load the kubeconfig: {error}") from None
     try:
@@ -54,10 +70,10 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
         raise KubeReadError(f"cannot reach the cluster: {_reason(error)}") from None
 
 
-def _in_cluster_only() -> bool:
+def _in_cluster_only(environ: Mapping[str, str]) -> bool:
     """Inside a pod, with no kubeconfig file to prefer (as kubernetes.core falls back to the pod's account)."""
-    default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not any(
+    default = environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    return bool(environ.get("KUBERNETES_SERVICE_HOST")) and not any(
         os.path.exists(part) for part in default.split(os.pathsep) if part)
 
 
@@ -83,6 +99,29 @@ def serves(client: Any, api_version: str, kind: str) -> bool:
         return _resource(client, api_version, kind) is not None
     except Exception as error:
         raise KubeReadError(f"discovering {kind} ({api_version}) failed: {_reason(error)}") from None
+
+
+def find(client: Any, ref: dict[str, Any]) -> Found:
+    """One named object (``apiVersion``, ``kind``, ``metadata.name`` and, for a namespaced kind,
+    ``metadata.namespace``): whether its kind is served, whether it is namespaced, and the cluster's copy."""
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    metadata = ref.get("metadata") or {}
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if not serves(client, ref["apiVersion"], ref["kind"]):
+        return Found(served=False, namespaced=False, obj=None)
+    resource = _resource(client, ref["apiVersion"], ref["kind"])
+    if resource.namespaced and not namespace:
+        raise KubeReadError(f"{ref['kind']} {name}: metadata.namespace is required, {ref['kind']} is namespaced")
+    namespace = namespace if resource.namespaced else None
+    try:
+        obj = resource.get(name=name, namespace=namespace).to_dict()
+    except NotFoundError:
+        obj = None
+    except Exception as error:
+        raise KubeReadError(f"reading {ref['kind']} {namespace + '/' if namespace else ''}{name} failed: "
+                            f"{_reason(error)}") from None
+    return Found(served=True, namespaced=bool(resource.namespaced), obj=obj)
 
 
 def read(client: Any, ref: dict[str, Any]) -> Any:

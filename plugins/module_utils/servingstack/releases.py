@@ -17,10 +17,13 @@ import binascii
 import gzip
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import RELEASE_PREFIX
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import (
+    COMPONENTS,
+    RELEASE_PREFIX,
+)
 
 
 def decode_release(data: str) -> dict[str, Any]:
@@ -101,6 +104,7 @@ def _same_version(have: str, want: str) -> bool:
 def changes(releases: list[dict[str, Any]], values: dict[str, Any], found: list[dict[str, Any]]) -> dict[str, Any]:
     """Which of ``releases`` (plan entries) need helm, and which foreign releases share their charts.
 
+    ``values``: the Helm values of each release, by chart name (``chart_values``).
     Returns ``{"todo": [entry + values + installed], "conflicts": ["ns/name (chart c, ours is ns/name)"]}``.
     A release needs helm unless it is deployed, under our name and namespace, at the wanted chart
     version, with exactly the wanted values.
@@ -109,7 +113,7 @@ def changes(releases: list[dict[str, Any]], values: dict[str, Any], found: list[
     todo: list[dict[str, Any]] = []
     conflicts: list[str] = []
     for release in releases:
-        wanted = _normal(values.get(release["release"]))
+        wanted = _normal(values.get(release["chart"]))
         current = by_key.get((release["namespace"], release["release"]))
         if not (current and current["status"] == "deployed" and current["chart"] == release["chart"]
                 and _same_version(current["version"], release["version"]) and current["config"] == wanted):
@@ -122,6 +126,53 @@ def changes(releases: list[dict[str, Any]], values: dict[str, Any], found: list[
                 conflicts.append(f"{record['namespace']}/{record['name']} (chart {record['chart']}, ours is "
                                  f"{release['namespace']}/{release['release']})")
     return {"todo": todo, "conflicts": conflicts}
+
+
+class ValuesError(ValueError):
+    """Helm values keyed by something that is not a chart: the message names the key and the rule."""
+
+
+def _mapping_of_charts(values: Any, what: str) -> Mapping[str, Any]:
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise ValuesError(f"{what}: must be a mapping of chart name to Helm values")
+    for chart, chart_values in values.items():
+        if chart_values is not None and not isinstance(chart_values, Mapping):
+            raise ValuesError(f"{what}.{chart}: must be a mapping of Helm values")
+    return values
+
+
+def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` merged into ``base`` recursively: mappings key by key, anything else (lists too) replaced,
+    as ``ansible.builtin.combine(recursive=true)`` does."""
+    merged = dict(base)
+    for key, value in over.items():
+        current = merged.get(key)
+        merged[key] = merge(current, value) if isinstance(current, Mapping) and isinstance(value, Mapping) else value
+    return merged
+
+
+def chart_values(own: Any, extra: Any, releases: list[dict[str, Any]], source: str = "values") -> dict[str, Any]:
+    """The Helm values of each of ``releases``' charts, by chart name: the component role's own (``own``, from
+    ``source``) with the user's (``extra``, ``component_values``) merged over them.
+
+    Keys are chart names, never release names. A role's value for a chart it does not install is a mistake of the
+    role's; a user's value for a chart no component installs is refused, naming it, so a typo does not go unnoticed.
+    """
+    charts = [release["chart"] for release in releases]
+    own = _mapping_of_charts(own, source)
+    extra = _mapping_of_charts(extra, "component_values")
+    for chart in own:
+        if chart not in charts:
+            raise ValuesError(f"{source}: {chart} is not a chart of this component (its charts: "
+                              f"{', '.join(charts) or 'none'})")
+    known = [chart.name for component in COMPONENTS for chart in component.charts]
+    for chart in extra:
+        if chart not in known:
+            raise ValuesError(f"component_values.{chart}: no component installs a chart of that name (charts: "
+                              f"{', '.join(known)})")
+    return {chart: merge(own.get(chart) or {}, extra.get(chart) or {}) for chart in charts}
 
 
 RELEASE_NAME = "meta.helm.sh/release-name"

@@ -1,0 +1,29 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Teardown order, from the components table alone.
+
+The reverse of install order (what needs another component goes before it), with the components requests enter
+through (``ingress`` in the table: the gateway) first, so no request reaches a stack half torn down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import COMPONENTS
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.plan import order
+
+
+def teardown_order(names: Iterable[str]) -> list[str]:
+    """``names`` (components of the table, in any order) in the order they are torn down.
+
+    Raises ValueError naming a component the table does not have.
+    """
+    wanted = list(dict.fromkeys(names))
+    known = {component.name for component in COMPONENTS}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ValueError(f"not components of modelplane.serving: {', '.join(unknown)}")
+    down = list(reversed(order([component for component in COMPONENTS if component.name in wanted])))
+    return [component.name for component in down if component.ingress] \
+        + [component.name for component in down if not component.ingress]
