@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import drift
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import drift, k8s_objects
 
 
 def servingstack_drifted(desired: list[dict[str, Any]], live: list[dict[str, Any] | None],
@@ -25,11 +25,7 @@ def servingstack_drifted(desired: list[dict[str, Any]], live: list[dict[str, Any
 
 def servingstack_object_ref(obj: dict[str, Any]) -> dict[str, Any]:
     """``{apiVersion, kind, metadata: {name[, namespace]}}`` of an object: what a deletion needs."""
-    metadata = obj.get("metadata") or {}
-    ref = {"name": metadata.get("name")}
-    if metadata.get("namespace"):
-        ref["namespace"] = metadata["namespace"]
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": ref}
+    return k8s_objects.ref(obj)
 
 
 def servingstack_condition(obj: dict[str, Any] | None, condition: str) -> bool:
