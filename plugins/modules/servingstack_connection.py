@@ -24,7 +24,7 @@ description:
     written to files in O(dest) with mode C(0600), since the modules take paths.
   - The caller removes O(dest) afterwards.
   - Runs on the controller (its action plugin), where the C(kubernetes.core) tasks of a converge run and read the
-    files: no module is shipped, which saves a second of every run.
+    files, so no module is shipped.
 options:
   kubeconfig:
     description: Path of the target cluster's kubeconfig.

@@ -149,7 +149,7 @@ def test_site_yml_without_its_stages_converges_and_finishes_once(cluster):
     """servingstack_parallel=false: the first play converges the components itself and finishes (status, clean-up);
     the last play, meant for the stages, must not finish it a second time."""
     result = cluster.run_playbook(SITE, extra_vars={**stack_vars(cluster), "servingstack_parallel": False})
-    assert result.rc == 0 and result.changed == 0, output(result)
+    assert result.rc == 0, output(result)
     assert list(result.recap) == ["localhost"], result.recap
     assert result.stdout.count("TASK [modelplane.serving.servingstack : Remove the target cluster's private") == 1, \
         output(result)

@@ -36,8 +36,6 @@ import shutil
 import tempfile
 from typing import Any
 
-import yaml
-
 # Files the module writes for the kubeconfig's inline data: option -> (section, data key, file name).
 DATA_FILES: dict[str, tuple[str, str, str]] = {
     "ca_cert": ("cluster", "certificate-authority-data", "ca.crt"),
@@ -194,6 +192,8 @@ def connection(path: str, context: str, dest: str) -> dict[str, Any]:
     options, the task environment, the context and the API server. The kubeconfig's inline certificate data is
     written into ``dest`` (files ``0600``). Raises TargetError, naming the kubeconfig's path and never a credential.
     """
+    import yaml  # PyYAML is a requirement of the module that calls this, not of importing the module_utils.
+
     try:
         with open(path, encoding="utf-8") as handle:
             kubeconfig = yaml.safe_load(handle)
