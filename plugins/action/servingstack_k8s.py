@@ -97,6 +97,10 @@ class ActionModule(ActionBase):
                 module_args["wait_condition"] = {key: value for key, value in args["wait_condition"].items()
                                                  if value is not None}
         done = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+        if args["state"] == "present" and done.get("failed") and k8s_objects.created_meanwhile(done.get("msg")):
+            # Another lane of the same cluster created one of these objects (a shared namespace) between the read
+            # above and the module's create: run again, and the module patches what is there now.
+            done = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         changed = bool(done.get("changed")) or result["changed"]
         if any(obj["kind"] == "Secret" for obj in plan.send):
             # What the module returns (the objects, their diff, its arguments) would show a Secret's data.

@@ -214,3 +214,16 @@ def test_the_client_reads_the_environment_it_is_given(tmp_path):
         kubeclient.connect(environ=refused)
     with pytest.raises(kubeclient.KubeReadError, match="cannot load the kubeconfig"):
         kubeclient.connect(environ={"KUBECONFIG": str(tmp_path / "missing"), "HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize(("message", "meanwhile"), [
+    # What kubernetes.core.k8s said when two lanes of one cluster created modelplane-system at the same time.
+    ('Failed to apply object: {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
+     '"namespaces \\"modelplane-system\\" already exists","reason":"AlreadyExists","code":409}', True),
+    ('Failed to apply object: {"kind": "Status", "reason": "AlreadyExists", "code": 409}', True),
+    ('Failed to apply object: {"kind":"Status","reason":"Forbidden","code":403}', False),
+    ('Failed to create object: b\'{"reason":"Conflict","code":409}\'', False),
+    (None, False),
+])
+def test_only_an_object_created_since_it_was_read_calls_for_a_second_attempt(message, meanwhile):
+    assert k8s_objects.created_meanwhile(message) is meanwhile

@@ -98,6 +98,12 @@ def unique(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def created_meanwhile(message: Any) -> bool:
+    """Whether kubernetes.core.k8s failed because an object it set out to create exists by now (the API server's
+    409 AlreadyExists): someone else created it after it was read as missing."""
+    return '"reason":"AlreadyExists"' in str(message or "").replace(" ", "")
+
+
 def ref(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``{apiVersion, kind, metadata: {name[, namespace]}}``: what names an object, nothing of its content."""
     metadata = obj.get("metadata") or {}
