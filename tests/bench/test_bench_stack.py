@@ -37,17 +37,18 @@ pytestmark = [
     pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
 ]
 
-# Targets from the issues. No-op: issue 4 set 4x and issue 9 2.5x; measured 3.88x and 4.95x in two runs here with
-# the real helm (kubernetes.core 6.6.0, +-15 % noise on 2 cores), so 2.5x is NOT met: it is bounded at 5.5x so
-# the bench still catches a regression, and reaching 2.5x is open work (fewer plays and module runs per re-run,
-# issue 11).
+# Targets from the issues. No-op: issue 4 set 4x and issue 9 2.5x. Measured with the real helm (kubernetes.core
+# 6.6.0, +-15 % noise on 2 cores): 3.88x and 4.95x with marker files, 5.15x after the stages-of-lanes redesign,
+# 4.82x once the objects were read on the controller (servingstack_k8s) and the connection made there too. So 2.5x is
+# NOT met: bounded at 5.5x so the bench still catches a regression; what is left is about 140 tasks of Ansible's own
+# overhead per re-run (issue 9).
 NOOP_TARGET = 5.5
 CONVERGE_TARGET = 0.5
 # Issue 9: with workloads ready at once (pure controller overhead, nothing to wait for) no slower than the serial
-# baseline: 1.0x. Measured 0.78x and 0.92x with marker files; 1.23x once after the stages-of-lanes redesign (issue
-# 11: more hosts and plays for the same work), so 1.0x is NOT met now: bounded at 1.4x so the bench still catches a
-# regression, and the target is open work (issue 9).
-INSTANT_BOUND = 1.4
+# baseline: 1.0x. Measured 0.78x and 0.92x with marker files, 1.23x after the stages-of-lanes redesign (more hosts
+# and plays for the same work), 0.97x once objects were read on the controller and fewer tasks ran per component.
+# Met, but by less than this machine's noise: asserted at 1.15x so a noisy run does not fail CI.
+INSTANT_BOUND = 1.15
 # Seconds a workload (Deployment, DaemonSet, StatefulSet, Job) takes to become ready on the
 # latency-modelling stand-in: less than real image pulls and pod starts take.
 READY_AFTER = 10.0
