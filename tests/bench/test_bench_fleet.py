@@ -29,6 +29,9 @@ pytestmark = [
 FLEET_SIZE = int(os.environ.get("FLEET_SIZE", "20"))
 FORKS = 10
 READY_AFTER = 10.0
+# Issue 12's targets, asserted as given. Measured once at 20 on 2 cores (cff5235): no-op 13.45x, fresh 11.1x, with the
+# same API requests and helm processes per cluster as one cluster alone: CPU-bound (20 clusters' Ansible and helm work
+# on 2 cores while one cluster mostly waits), so NOT met here; see the issue's notes.
 NOOP_TARGET = 5.0
 FRESH_TARGET = 4.0
 
