@@ -653,10 +653,11 @@ def test_modelexpress_objects_are_the_crds_then_the_server_and_teardown_keeps_th
     objects = render("modelexpress", "objects.yaml.j2", **extra)
     assert [d["kind"] for d in objects] == ["CustomResourceDefinition"] * 2 + [
         "Namespace", "ServiceAccount", "Role", "RoleBinding", "Deployment", "Service"]
-    teardown = var("modelexpress", "component_objects_teardown", **extra)
+    teardown = var("modelexpress", "component_objects_now", component_state="absent", **extra)
     assert [d["kind"] for d in teardown] == ["Service", "Deployment", "RoleBinding", "Role", "ServiceAccount",
                                              "Namespace"]
-    removing = var("modelexpress", "component_objects_teardown", component_remove_crds=True, **extra)
+    removing = var("modelexpress", "component_objects_now", component_state="absent", component_remove_crds=True,
+                   **extra)
     assert [d["kind"] for d in removing][-2:] == ["CustomResourceDefinition"] * 2
 
 
