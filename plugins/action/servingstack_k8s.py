@@ -14,7 +14,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import k8s_objects, kubeclient
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import k8s_objects, kubeclient, record
 
 MODULE = "kubernetes.core.k8s"
 # The keys of kubernetes.core.k8s's result that carry objects: left out when a Secret was written or deleted.
@@ -32,6 +32,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     }},
     "wait_sleep": {"type": "int", "default": 1},
     "wait_timeout": {"type": "int", "default": 120},
+    "journal": {"type": "path"},
     **AUTH_ARG_SPEC,
 }
 
@@ -88,7 +89,7 @@ class ActionModule(ActionBase):
         result.update(changed=bool(plan.previewed), sent=[k8s_objects.ref(obj) for obj in plan.send],
                       previewed=[k8s_objects.ref(obj) for obj in plan.previewed])
         if not plan.send:
-            return result
+            return self._noted(result, args, check_mode, client, objects, found)
         module_args = {**connection, "state": args["state"], "definition": plan.send, "wait": args["wait"],
                        "wait_sleep": args["wait_sleep"], "wait_timeout": args["wait_timeout"]}
         if args["state"] == "present":
@@ -107,4 +108,22 @@ class ActionModule(ActionBase):
             done = {key: value for key, value in done.items() if key not in SECRET_BEARING}
         result.update(done)
         result["changed"] = changed
+        return self._noted(result, args, check_mode, client, objects, found)
+
+    @staticmethod
+    def _noted(result: dict[str, Any], args: dict[str, Any], check_mode: bool, client: Any,
+               objects: list[dict[str, Any]], found: list[kubeclient.Found]) -> dict[str, Any]:
+        """Note in the journal (when given) what the objects are now: for the servingstack role's converge record."""
+        if not args["journal"] or check_mode or result.get("failed"):
+            return result
+        try:
+            if args["state"] == "absent":
+                record.note(args["journal"], absent=objects)
+            else:
+                sent = {k8s_objects.identity(obj) for obj in result["sent"]}
+                now = [kubeclient.find(client, obj).obj if k8s_objects.identity(obj) in sent else seen.obj
+                       for obj, seen in zip(objects, found, strict=True)]
+                record.note(args["journal"], present=[obj for obj in now if obj])
+        except (kubeclient.KubeReadError, OSError) as error:
+            return {**result, "failed": True, "msg": f"servingstack_k8s: noting the objects in the journal: {error}"}
         return result

@@ -78,6 +78,13 @@ options:
     description: Seconds to wait at most.
     type: int
     default: 120
+  journal:
+    description:
+      - A directory on the controller where the task notes, once it succeeded, what the objects are now (their
+        C(uid) and C(generation)) or that they are gone. The servingstack role gives its converge's journal here (as
+        C(module_defaults)) and makes the cluster's converge record from it (the
+        P(modelplane.serving.servingstack_record#lookup) lookup). Nothing is noted in check mode.
+    type: path
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:

@@ -1,8 +1,9 @@
 """Benchmarks of the Standard stack on the stand-in, each against a baseline measured in the same run.
 
 1. No-op re-run of the converged stack vs. the floor: a playbook with one no-op k8s_info task.
-   Issue 9's target is <= 2.5x, with 0 helm processes and 0 writes (both asserted); the ratio is
-   asserted at <= 5.5x for now (see NOOP_TARGET).
+   Issue 9's target is <= 2.5x, with 0 helm processes and 0 writes (all three asserted). A re-run with nothing
+   changed skips the components on the converge record; the same re-run comparing every release and object
+   (servingstack_skip_unchanged=false) is printed, and must write nothing and run no helm either.
 2. Fresh converge vs. a sequential baseline generated from the same plan: one kubernetes.core.helm
    task per release (same charts, versions and values, --wait) and one kubernetes.core.k8s task per
    object. Target <= 0.5x, asserted on a stand-in whose workloads take READY_AFTER seconds to become
@@ -37,12 +38,10 @@ pytestmark = [
     pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
 ]
 
-# Targets from the issues. No-op: issue 4 set 4x and issue 9 2.5x. Measured with the real helm (kubernetes.core
-# 6.6.0, +-15 % noise on 2 cores): 3.88x and 4.95x with marker files, 5.15x after the stages-of-lanes redesign,
-# 4.82x once the objects were read on the controller (servingstack_k8s) and the connection made there too. So 2.5x is
-# NOT met: bounded at 5.5x so the bench still catches a regression; what is left is about 140 tasks of Ansible's own
-# overhead per re-run (issue 9).
-NOOP_TARGET = 5.5
+# Targets from the issues. No-op: issue 4 set 4x and issue 9 2.5x, asserted as given. Measured with the real helm
+# (kubernetes.core 6.6.0, +-15 % noise on 2 cores): 3.9x to 5.2x while every re-run compared each release and object
+# (about 140 tasks); about 2.0x since the converge record lets a re-run with nothing changed skip the components.
+NOOP_TARGET = 2.5
 CONVERGE_TARGET = 0.5
 # Issue 9: with workloads ready at once (pure controller overhead, nothing to wait for) no slower than the serial
 # baseline: 1.0x. Measured 0.78x and 0.92x with marker files, 1.23x after the stages-of-lanes redesign (more hosts
@@ -147,13 +146,19 @@ def test_bench_standard_stack(tmp_path_factory):
         spied = workdir / "noop-helm.log"
         noop_s, noop = best(ATTEMPTS, ours.run_playbook, SITE, extra_vars=stack_vars(ours), env=ours.helm_spy(spied))
         assert noop.rc == 0 and noop.changed == 0, noop.stdout[-3000:]
+        # The same re-run comparing every release and object instead of trusting the converge record.
+        compared_s, compared = timed(ours.run_playbook, SITE, env=ours.helm_spy(spied),
+                                     extra_vars=stack_vars(ours, servingstack_skip_unchanged=False))
+        assert compared.rc == 0 and compared.changed == 0, compared.stdout[-3000:]
         floor_s, floor = best(ATTEMPTS, ours.run_playbook, floor_play)
         assert floor.rc == 0, floor.stdout[-2000:]
     noop_ratio = noop_s / floor_s
     noop_writes = write_verbs(noop)
     print(f"\nno-op re-run {noop_s:.1f}s vs floor {floor_s:.1f}s: {noop_ratio:.2f}x (target <= {NOOP_TARGET}x); "
           f"API requests {noop.requests['total']} vs {floor.requests['total']}, writes {noop_writes}, "
-          f"helm processes {helm_processes(spied)} in {ATTEMPTS} runs")
+          f"helm processes {helm_processes(spied)} in {ATTEMPTS + 1} runs")
+    print(f"no-op re-run comparing everything (servingstack_skip_unchanged=false): {compared_s:.1f}s, "
+          f"{compared_s / floor_s:.2f}x the floor (not bounded); writes {write_verbs(compared)}")
 
     instant = converge_pair(workdir, 0.0, stack_plan)
     print(f"fresh converge, workloads ready at once: {instant['ours']:.1f}s vs sequential baseline "
@@ -168,7 +173,8 @@ def test_bench_standard_stack(tmp_path_factory):
     print(f"critical-path floor {waits} helm waits x {READY_AFTER:g}s + {floor_s:.1f}s = {path_floor:.1f}s: the "
           f"converge takes {waiting['ours'] / path_floor:.2f}x that; its stages of lanes "
           f"{schedule.stages(stack_plan)} take {schedule.estimate(stack_plan)} helm waits one after another")
-    assert helm_processes(spied) == 0 and noop_writes == {}, (helm_processes(spied), noop_writes)
+    assert helm_processes(spied) == 0 and noop_writes == {} and write_verbs(compared) == {}, \
+        (helm_processes(spied), noop_writes, write_verbs(compared))
     assert noop_ratio <= NOOP_TARGET
     assert instant["ratio"] <= INSTANT_BOUND
     assert waiting["ratio"] <= CONVERGE_TARGET

@@ -1,0 +1,136 @@
+"""The converge record on the stand-in: a re-run with nothing changed skips the components, and a change the record
+can see (a deleted or edited object, a release upgraded outside the collection, another setting) makes the
+components converge again. The tests share one cluster and run in order."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+
+import pytest
+from stack_support import GATEWAY_NS, SITE, TEARDOWN, UPSTREAM, get, output, releases, stack_vars, write_verbs
+
+pytestmark = [
+    pytest.mark.playbook,
+    pytest.mark.slow,
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+]
+
+GATEWAY = ("gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
+LANES = "TASK [Converge this lane's components.]"
+
+
+def kept(cluster) -> dict | None:
+    found = get(cluster, "v1", "Secret", "modelplane-serving-converged", "kube-system")
+    if found is None:
+        return None
+    assert found["type"] == "modelplane.ai/converge-record"
+    return json.loads(base64.b64decode(found["data"]["record"]))
+
+
+def converge(cluster, *, check: bool = False, **more):
+    result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, **more), check=check)
+    assert result.rc == 0, output(result)
+    return result
+
+
+def said(result) -> str:
+    """Why the run converged the components ('' when it skipped them), its output's line breaks undone."""
+    found = re.search(r"The components converge: (.+?)\.['\"]?(?:\s|$)", " ".join(result.stdout.split()))
+    return found.group(1) if found else ""
+
+
+def skipped(result) -> bool:
+    """Whether the run skipped the components: no lane converged, and no reason was given to."""
+    return LANES not in result.stdout and said(result) == ""
+
+
+def test_a_converge_records_its_releases_and_objects(cluster):
+    first = converge(cluster)
+    assert said(first) == "the cluster has no record of an earlier converge", output(first)
+    record = kept(cluster)
+    assert record is not None, output(first)
+    installed = releases(cluster)
+    assert record["releases"] == {f"{found['namespace']}/{name}": found["revision"]
+                                  for name, found in installed.items()}, installed
+    gateway = get(cluster, *GATEWAY)
+    assert {"apiVersion": GATEWAY[0], "kind": "Gateway", "name": "inference-gateway", "namespace": GATEWAY_NS,
+            "uid": gateway["metadata"]["uid"], "generation": gateway["metadata"]["generation"]} in record["objects"]
+    kinds = {found["kind"] for found in record["objects"]}
+    assert {"Namespace", "CustomResourceDefinition", "GatewayClass", "EnvoyProxy", "Bundle"} <= kinds, kinds
+    # cert_manager's probe (an Issuer and a Certificate) was created and deleted again: not part of what is left.
+    assert not [found for found in record["objects"] if found["name"] == "mp-webhook-probe"], record["objects"]
+    assert all(get(cluster, found["apiVersion"], found["kind"], found["name"], found.get("namespace"))
+               for found in record["objects"]), record["objects"]
+
+
+def test_a_re_run_with_nothing_changed_skips_the_components_and_writes_nothing(cluster):
+    result = converge(cluster)
+    assert result.changed == 0, output(result)
+    assert skipped(result), output(result)
+    assert "Could not match supplied host pattern" not in result.stdout + result.stderr, output(result)
+    assert write_verbs(result) == {}, result.requests
+
+
+def test_a_deleted_object_is_noticed_and_put_back(cluster):
+    cluster.kubectl("delete", "gateway.gateway.networking.k8s.io", "inference-gateway", "-n", GATEWAY_NS)
+    preview = converge(cluster, check=True)
+    assert said(preview) == f"Gateway {GATEWAY_NS}/inference-gateway is gone", output(preview)
+    assert preview.changed > 0 and get(cluster, *GATEWAY) is None, output(preview)
+    assert kept(cluster) is not None, "check mode dropped the record"
+
+    result = converge(cluster)
+    assert said(result) == f"Gateway {GATEWAY_NS}/inference-gateway is gone", output(result)
+    assert result.changed > 0 and get(cluster, *GATEWAY) is not None, output(result)
+    again = converge(cluster)
+    assert skipped(again) and again.changed == 0, output(again)
+
+
+def test_an_edited_object_is_noticed_and_repaired(cluster):
+    cluster.kubectl("patch", "gatewayclass.gateway.networking.k8s.io", "envoy", "--type", "merge", "-p",
+                    json.dumps({"spec": {"parametersRef": {"name": "edited-by-hand"}}}))
+    result = converge(cluster)
+    assert said(result) == "GatewayClass envoy was changed or re-created since the last converge", output(result)
+    repaired = get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy")
+    assert repaired["spec"]["parametersRef"]["name"] == "inference-gateway", repaired
+
+
+def test_a_release_upgraded_outside_the_collection_is_noticed(cluster):
+    before = releases(cluster)
+    subprocess.run(["helm", "rollback", "mp-lws", "1", "-n", before["mp-lws"]["namespace"]], env=cluster.env,
+                   capture_output=True, text=True, check=True)
+    result = converge(cluster)
+    revision = before["mp-lws"]["revision"] + 1
+    assert said(result) == (f"the Helm release {before['mp-lws']['namespace']}/mp-lws is at revision {revision}, "
+                            f"the last converge left {revision - 1}"), output(result)
+    # The rollback left the same chart and values: nothing to do, and the record now holds the new revision.
+    assert result.changed == 0 and releases(cluster)["mp-lws"]["revision"] == revision, output(result)
+    again = converge(cluster)
+    assert skipped(again) and again.changed == 0, output(again)
+
+
+def test_another_setting_converges_the_components_again(cluster):
+    result = converge(cluster, cert_manager_probe_retries=7)
+    assert said(result) == "the spec, the settings or the collection changed since the last converge", output(result)
+    assert LANES in result.stdout and result.changed == 0, output(result)
+    again = converge(cluster, cert_manager_probe_retries=7)
+    assert skipped(again), output(again)
+
+
+def test_without_skip_unchanged_every_release_and_object_is_compared(cluster):
+    assert said(converge(cluster)) == "the spec, the settings or the collection changed since the last converge"
+    record = kept(cluster)
+    result = converge(cluster, servingstack_skip_unchanged=False)
+    assert not skipped(result) and LANES in result.stdout and result.changed == 0, output(result)
+    # The record is kept up to date either way: here it still holds.
+    assert kept(cluster) == record
+    again = converge(cluster)
+    assert skipped(again), output(again)
+
+
+def test_teardown_drops_the_record(cluster):
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster))
+    assert result.rc == 0, output(result)
+    assert kept(cluster) is None and releases(cluster) == {}, output(result)
