@@ -16,9 +16,9 @@ description:
     specs, as this host's variables give them), the revision of each Helm release of the plan, and the C(uid) and
     C(generation) (C(resourceVersion) for a kind without one) of each object the converge applied.
   - With the term C(compare), returns C(found) (the cluster has a record), C(unchanged) (the digest is the same,
-    every release is deployed at its recorded revision and every object still has its recorded uid and generation)
-    and C(reason) (why not, the first difference found). The servingstack role skips the components of an unchanged
-    cluster.
+    every release is deployed at its recorded revision, no other release of the plan's charts is installed, and every
+    object still has its recorded uid and generation) and C(reason) (why not, the first difference found). The
+    servingstack role skips the components of an unchanged cluster.
   - With the term C(record), returns the Secret holding this converge's record, for
     C(modelplane.serving.servingstack_k8s) to apply. The objects are read from O(journal), where
     C(modelplane.serving.servingstack_k8s) noted what it applied.
