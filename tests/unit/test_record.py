@@ -141,7 +141,9 @@ def reader(*live: dict):
 
 def test_a_cluster_is_unchanged_when_digest_releases_and_objects_all_match(kept):
     read, asked = reader(GATEWAY, NAMESPACE)
-    assert record.why_changed(kept, "d1", PLAN, deployed(2), read) == ""
+    # A user's release of a chart the plan does not install is none of its business.
+    users = {"name": "redis", "namespace": "apps", "revision": 4, "status": "deployed", "chart": "redis"}
+    assert record.why_changed(kept, "d1", PLAN, [*deployed(2), users], read) == ""
     assert asked == [{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                       "metadata": {"name": "inference-gateway", "namespace": "modelplane-system"}},
                      {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "modelplane-system"}}]
@@ -160,6 +162,9 @@ def test_a_cluster_is_unchanged_when_digest_releases_and_objects_all_match(kept)
     ("kept", "d1", [*deployed(2), {"name": "mine", "namespace": "user", "revision": 1, "status": "deployed",
                                    "chart": "cert-manager"}], (GATEWAY, NAMESPACE),
      "the Helm release user/mine of the chart cert-manager is not this stack's"),
+    ("kept", "d1", [*deployed(2), {"name": "mp-lws", "namespace": "lws-system", "revision": 1, "status": "deployed",
+                                   "chart": "lws"}], (GATEWAY, NAMESPACE),
+     "the Helm release lws-system/mp-lws of the chart lws is not this stack's"),
     ("kept", "d1", deployed(2), (NAMESPACE,), "Gateway modelplane-system/inference-gateway is gone"),
     ("kept", "d1", deployed(2), ({**GATEWAY, "metadata": {**GATEWAY["metadata"], "generation": 3}}, NAMESPACE),
      "Gateway modelplane-system/inference-gateway was changed or re-created since the last converge"),

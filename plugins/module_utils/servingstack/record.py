@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import RELEASE_PREFIX
+
 RECORD_NAME = "modelplane-serving-converged"
 RECORD_TYPE = "modelplane.ai/converge-record"
 RECORD_KEY = "record"
@@ -204,12 +206,13 @@ def why_changed(record: Mapping[str, Any] | None, digest_now: str, plan: Iterabl
             return f"the Helm release {key} is not deployed"
         if recorded.get(key) != now[key]:
             return f"the Helm release {key} is at revision {now[key]}, the last converge left {recorded.get(key)}"
-    # Another release of one of the plan's charts (a user's, installed since): the converge refuses or adopts it.
+    # Another release of one of the plan's charts (a user's, installed since: the converge refuses or adopts it), or
+    # another release of ours (a component of the other stack: the converge uninstalls it).
     charts = {release.get("chart") for entry in plan for release in entry.get("releases", [])}
     for other in records:
         key = f"{other['namespace']}/{other['name']}"
-        if other.get("chart") in charts and key not in recorded:
-            return f"the Helm release {key} of the chart {other['chart']} is not this stack's"
+        if key not in recorded and (other.get("chart") in charts or str(other["name"]).startswith(RELEASE_PREFIX)):
+            return f"the Helm release {key} of the chart {other.get('chart') or '?'} is not this stack's"
     for found in record.get("objects") or []:
         metadata = {"name": found["name"], **({"namespace": found["namespace"]} if found.get("namespace") else {})}
         live = read({"apiVersion": found["apiVersion"], "kind": found["kind"], "metadata": metadata})
