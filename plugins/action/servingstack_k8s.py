@@ -89,7 +89,7 @@ class ActionModule(ActionBase):
         result.update(changed=bool(plan.previewed), sent=[k8s_objects.ref(obj) for obj in plan.send],
                       previewed=[k8s_objects.ref(obj) for obj in plan.previewed])
         if not plan.send:
-            return self._noted(result, args, check_mode, client, objects, found)
+            return self._noted(result, args, check_mode, objects)
         module_args = {**connection, "state": args["state"], "definition": plan.send, "wait": args["wait"],
                        "wait_sleep": args["wait_sleep"], "wait_timeout": args["wait_timeout"]}
         if args["state"] == "present":
@@ -108,22 +108,21 @@ class ActionModule(ActionBase):
             done = {key: value for key, value in done.items() if key not in SECRET_BEARING}
         result.update(done)
         result["changed"] = changed
-        return self._noted(result, args, check_mode, client, objects, found)
+        return self._noted(result, args, check_mode, objects)
 
     @staticmethod
-    def _noted(result: dict[str, Any], args: dict[str, Any], check_mode: bool, client: Any,
-               objects: list[dict[str, Any]], found: list[kubeclient.Found]) -> dict[str, Any]:
-        """Note in the journal (when given) what the objects are now: for the servingstack role's converge record."""
+    def _noted(result: dict[str, Any], args: dict[str, Any], check_mode: bool,
+               objects: list[dict[str, Any]]) -> dict[str, Any]:
+        """Note in the journal (when given) which objects were applied, waited for how, or deleted: for the
+        servingstack role's converge record, which reads them back once the converge ended."""
         if not args["journal"] or check_mode or result.get("failed"):
             return result
         try:
             if args["state"] == "absent":
                 record.note(args["journal"], absent=objects)
             else:
-                sent = {k8s_objects.identity(obj) for obj in result["sent"]}
-                now = [kubeclient.find(client, obj).obj if k8s_objects.identity(obj) in sent else seen.obj
-                       for obj, seen in zip(objects, found, strict=True)]
-                record.note(args["journal"], present=[obj for obj in now if obj])
-        except (kubeclient.KubeReadError, OSError) as error:
+                record.note(args["journal"], present=objects,
+                            ready=(args["wait_condition"] or {}) if args["wait"] else None)
+        except OSError as error:
             return {**result, "failed": True, "msg": f"servingstack_k8s: noting the objects in the journal: {error}"}
         return result

@@ -13,15 +13,18 @@ description:
   - The converge record is a Secret in the target cluster that the servingstack role writes after a converge in
     which every component converged. It holds a digest of what decided that converge (this collection's roles and
     plugins, the defaulted spec, the install plan, and the settings the component roles document in their argument
-    specs, as this host's variables give them), the revision of each Helm release of the plan, and the C(uid) and
-    C(generation) (C(resourceVersion) for a kind without one) of each object the converge applied.
-  - With the term C(compare), returns C(found) (the cluster has a record), C(unchanged) (the digest is the same,
-    every release is deployed at its recorded revision, no other release of the plan's charts is installed, and every
-    object still has its recorded uid and generation) and C(reason) (why not, the first difference found). The
-    servingstack role skips the components of an unchanged cluster.
+    specs, as this host's variables give them), the revision and release Secret uid of each Helm release that
+    concerns the stack (the plan's, any other release of its charts, any other release of ours), and of each object
+    the converge applied its C(uid), its C(generation) (for a kind without one, a hash of all but its status and
+    server-set metadata) and, where the converge waited for it, how it is ready.
+  - With the term C(compare), returns C(found) (the cluster has a readable record), C(unchanged) (the digest is the
+    same, the same releases are there at their recorded revisions and not installed again, the plan's are deployed,
+    and every object still has its recorded uid and generation or content, and is ready) and C(reason) (why not, the
+    first difference found). The servingstack role skips the components of an unchanged cluster. A record the
+    kubeconfig may not read counts as none.
   - With the term C(record), returns the Secret holding this converge's record, for
-    C(modelplane.serving.servingstack_k8s) to apply. The objects are read from O(journal), where
-    C(modelplane.serving.servingstack_k8s) noted what it applied.
+    C(modelplane.serving.servingstack_k8s) to apply. The objects are those C(modelplane.serving.servingstack_k8s)
+    noted in O(journal) as applied, read back from the cluster.
   - It only reads the cluster.
 options:
   _terms:
@@ -40,7 +43,7 @@ options:
     required: true
   releases:
     description:
-      - The cluster's Helm release records (name, namespace, revision, status, chart), for C(compare), as the
+      - The cluster's Helm release records (name, namespace, revision, status, chart, uid), for C(compare), as the
         C(helm_release_records) filter makes them. Read from the cluster when left out.
     type: list
     elements: dict
@@ -89,7 +92,12 @@ from typing import Any
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, record, releases
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import (
+    k8s_objects,
+    kubeclient,
+    record,
+    releases,
+)
 
 COLLECTION = Path(__file__).resolve().parents[2]
 HELM_SECRETS = {"apiVersion": "v1", "kind": "Secret", "label_selector": "owner=helm",
@@ -119,15 +127,19 @@ class LookupModule(LookupBase):
         try:
             client = kubeclient.connect(self.get_option("kubeconfig"), self.get_option("context"))
             if terms[0] == "record":
-                records = record.labelled_records(kubeclient.read(client, HELM_SECRETS))
-                objects = record.noted(self.get_option("journal")) if self.get_option("journal") else []
-                return [record.secret(record.build(digest_now, plan, records, objects), namespace, name)]
-            stored = record.stored(kubeclient.read(client, record.ref(namespace, name)))
+                applied = record.noted(self.get_option("journal")) if self.get_option("journal") else []
+                objects = record.fingerprints(applied, lambda ref: kubeclient.read(client, ref))
+                found = releases.records(kubeclient.read(client, HELM_SECRETS))
+                return [record.secret(record.build(digest_now, plan, found, objects), namespace, name)]
+            try:
+                stored = record.stored(kubeclient.read(client, record.ref(namespace, name)))
+            except kubeclient.KubeReadError as error:  # not allowed to read it (RBAC): compare everything
+                return [{"found": False, "unchanged": False, "reason": f"the converge record cannot be read ({error})"}]
             found = self.get_option("releases")
             if found is None and stored is not None:
                 found = releases.records(kubeclient.read(client, HELM_SECRETS))
             reason = record.why_changed(stored, digest_now, plan, found or [],
-                                        lambda ref: kubeclient.read(client, ref))
+                                        lambda ref: kubeclient.read(client, ref), k8s_objects.ready)
         except kubeclient.KubeReadError as error:
             raise AnsibleLookupError(f"servingstack_record: {error}") from None
         return [{"found": stored is not None, "unchanged": not reason, "reason": reason}]

@@ -3,7 +3,7 @@
 1. No-op re-run of the converged stack vs. the floor: a playbook with one no-op k8s_info task.
    Issue 9's target is <= 2.5x, with 0 helm processes and 0 writes (all three asserted). A re-run with nothing
    changed skips the components on the converge record; the same re-run comparing every release and object
-   (servingstack_skip_unchanged=false) is printed, and must write nothing and run no helm either.
+   (servingstack_skip_unchanged=false) is printed; it must run no helm either and write only the record.
 2. Fresh converge vs. a sequential baseline generated from the same plan: one kubernetes.core.helm
    task per release (same charts, versions and values, --wait) and one kubernetes.core.k8s task per
    object. Target <= 0.5x, asserted on a stand-in whose workloads take READY_AFTER seconds to become
@@ -51,6 +51,8 @@ INSTANT_BOUND = 1.15
 # Seconds a workload (Deployment, DaemonSet, StatefulSet, Job) takes to become ready on the
 # latency-modelling stand-in: less than real image pulls and pod starts take.
 READY_AFTER = 10.0
+# The API verbs that write.
+WRITES = frozenset({"create", "update", "patch", "apply", "delete", "deletecollection"})
 # Best of this many runs for the short measurements (no-op and floor), to damp scheduling noise.
 ATTEMPTS = 3
 
@@ -157,8 +159,11 @@ def test_bench_standard_stack(tmp_path_factory):
     print(f"\nno-op re-run {noop_s:.1f}s vs floor {floor_s:.1f}s: {noop_ratio:.2f}x (target <= {NOOP_TARGET}x); "
           f"API requests {noop.requests['total']} vs {floor.requests['total']}, writes {noop_writes}, "
           f"helm processes {helm_processes(spied)} in {ATTEMPTS + 1} runs")
+    # Its only writes are the converge record's: dropped before the components converge, written again after.
+    compared_writes = {resource: count for resource, count in compared.requests["resources"].items()
+                       if resource.split()[0] in WRITES}
     print(f"no-op re-run comparing everything (servingstack_skip_unchanged=false): {compared_s:.1f}s, "
-          f"{compared_s / floor_s:.2f}x the floor (not bounded); writes {write_verbs(compared)}")
+          f"{compared_s / floor_s:.2f}x the floor (not bounded); writes {compared_writes}")
 
     instant = converge_pair(workdir, 0.0, stack_plan)
     print(f"fresh converge, workloads ready at once: {instant['ours']:.1f}s vs sequential baseline "
@@ -173,8 +178,8 @@ def test_bench_standard_stack(tmp_path_factory):
     print(f"critical-path floor {waits} helm waits x {READY_AFTER:g}s + {floor_s:.1f}s = {path_floor:.1f}s: the "
           f"converge takes {waiting['ours'] / path_floor:.2f}x that; its stages of lanes "
           f"{schedule.stages(stack_plan)} take {schedule.estimate(stack_plan)} helm waits one after another")
-    assert helm_processes(spied) == 0 and noop_writes == {} and write_verbs(compared) == {}, \
-        (helm_processes(spied), noop_writes, write_verbs(compared))
+    assert helm_processes(spied) == 0 and noop_writes == {}, (helm_processes(spied), noop_writes)
+    assert set(compared_writes) <= {"delete secrets", "create secrets", "patch secrets"}, compared_writes
     assert noop_ratio <= NOOP_TARGET
     assert instant["ratio"] <= INSTANT_BOUND
     assert waiting["ratio"] <= CONVERGE_TARGET

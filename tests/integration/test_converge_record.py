@@ -53,11 +53,14 @@ def test_a_converge_records_its_releases_and_objects(cluster):
     record = kept(cluster)
     assert record is not None, output(first)
     installed = releases(cluster)
-    assert record["releases"] == {f"{found['namespace']}/{name}": found["revision"]
-                                  for name, found in installed.items()}, installed
+    assert {key: (found["revision"], found["status"]) for key, found in record["releases"].items()} == {
+        f"{found['namespace']}/{name}": (found["revision"], "deployed") for name, found in installed.items()}, installed
     gateway = get(cluster, *GATEWAY)
-    assert {"apiVersion": GATEWAY[0], "kind": "Gateway", "name": "inference-gateway", "namespace": GATEWAY_NS,
-            "uid": gateway["metadata"]["uid"], "generation": gateway["metadata"]["generation"]} in record["objects"]
+    [noted] = [found for found in record["objects"] if found["kind"] == "Gateway"]
+    # The converge waited for it to be programmed: a re-run checks it still is.
+    assert noted == {"apiVersion": GATEWAY[0], "kind": "Gateway", "name": "inference-gateway", "namespace": GATEWAY_NS,
+                     "uid": gateway["metadata"]["uid"], "generation": gateway["metadata"]["generation"],
+                     "ready": {"type": "Programmed", "status": "True", "reason": None}}, noted
     kinds = {found["kind"] for found in record["objects"]}
     assert {"Namespace", "CustomResourceDefinition", "GatewayClass", "EnvoyProxy", "Bundle"} <= kinds, kinds
     # cert_manager's probe (an Issuer and a Certificate) was created and deleted again: not part of what is left.
@@ -86,6 +89,20 @@ def test_a_deleted_object_is_noticed_and_put_back(cluster):
     assert result.changed > 0 and get(cluster, *GATEWAY) is not None, output(result)
     again = converge(cluster)
     assert skipped(again) and again.changed == 0, output(again)
+
+
+def test_a_converge_that_fails_leaves_no_record(cluster):
+    cluster.kubectl("delete", "gateway.gateway.networking.k8s.io", "inference-gateway", "-n", GATEWAY_NS)
+    allow = cluster.api.deny_writes("Gateway", GATEWAY_NS, "inference-gateway")
+    try:
+        failed = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
+    finally:
+        allow()
+    assert failed.rc != 0 and "envoy_gateway did not converge" in failed.stdout, output(failed)
+    assert kept(cluster) is None, "a failed converge left the record of the one before"
+    result = converge(cluster)
+    assert said(result) == "the cluster has no record of an earlier converge", output(result)
+    assert kept(cluster) is not None and get(cluster, *GATEWAY) is not None
 
 
 def test_an_edited_object_is_noticed_and_repaired(cluster):
@@ -124,8 +141,14 @@ def test_without_skip_unchanged_every_release_and_object_is_compared(cluster):
     record = kept(cluster)
     result = converge(cluster, servingstack_skip_unchanged=False)
     assert not skipped(result) and LANES in result.stdout and result.changed == 0, output(result)
-    # The record is kept up to date either way: here it still holds.
-    assert kept(cluster) == record
+    # The record was dropped first (so a failure would leave none) and written again: the same cluster, the same
+    # record (how ready an object must be follows what this converge waited for: a programmed Gateway, not at all).
+    assert result.requests["resources"].get("delete secrets") == 1, result.requests
+
+    def unwaited(kept_record: dict) -> dict:
+        return {**kept_record, "objects": [{key: value for key, value in found.items() if key != "ready"}
+                                           for found in kept_record["objects"]]}
+    assert unwaited(kept(cluster)) == unwaited(record), (record, kept(cluster))
     again = converge(cluster)
     assert skipped(again), output(again)
 

@@ -17,7 +17,8 @@ def record_secret(name, namespace, revision, status, chart, version, config=None
     if config is not None:
         release["config"] = config
     packed = base64.b64encode(gzip.compress(json.dumps(release).encode()))
-    return {"type": kind, "metadata": {"namespace": namespace}, "data": {"release": base64.b64encode(packed).decode()}}
+    return {"type": kind, "metadata": {"namespace": namespace, "uid": f"{name}.v{revision}"},
+            "data": {"release": base64.b64encode(packed).decode()}}
 
 
 OURS = {"release": "mp-cert-manager", "chart": "cert-manager", "chart_ref": "cert-manager",
@@ -32,7 +33,8 @@ def test_records_keep_the_latest_revision_and_skip_other_secrets():
         record_secret("x", "y", 1, "deployed", "c", "1", kind="Opaque"),
         {"type": "helm.sh/release.v1", "metadata": {}, "data": {"release": "garbage"}},
     ])
-    assert found == [{"name": "mp-cert-manager", "namespace": "cert-manager", "revision": 2, "status": "deployed",
+    assert found == [{"name": "mp-cert-manager", "uid": "mp-cert-manager.v2", "namespace": "cert-manager",
+                      "revision": 2, "status": "deployed",
                       "chart": "cert-manager", "version": "v1.21.1", "config": {"a": 1}, "unkept_crds": []}]
 
 

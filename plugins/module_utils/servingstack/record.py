@@ -7,14 +7,17 @@ The record is a Secret in the target cluster holding:
 
 - ``digest``: SHA-256 of what decides the converge's result - the collection's own files (roles and plugins),
   the defaulted spec, the install plan, and the settings the component roles document (their argument specs);
-- ``releases``: the revision of each of the plan's Helm releases (``namespace/name``);
-- ``objects``: each object the converge applied (through ``servingstack_k8s``): its ``uid`` and its
-  ``generation`` (its ``resourceVersion`` for a kind without one, such as a Namespace).
+- ``releases``: revision, status and release Secret uid of every Helm release that concerns the stack: the plan's,
+  any other release of the plan's charts (a user's, adopted beside ours), any other release of ours (``mp-``);
+- ``objects``: each object the converge applied (through ``servingstack_k8s``), read back once the converge
+  ended: its ``uid``, its ``generation`` (for a kind without one, such as a Namespace or a ResourceQuota, a hash of
+  everything but its status and server-set metadata), and, where the converge waited for it, how it is ready.
 
-A re-run is unchanged when the digest is the same and every release is deployed at its recorded revision and
-every object still has its recorded uid and generation: nothing was changed, deleted or re-created since. A
-change the record cannot see (an edited label, which leaves the generation alone; an object a Helm chart made)
-is repaired by a converge with the record ignored (``servingstack_skip_unchanged: false``).
+A re-run is unchanged when the digest is the same, the same releases are there at the same revisions (not
+re-installed), the plan's are deployed, and every object still has its uid and generation (or content) and is
+ready. What the record cannot see (an edited label on a kind with a generation; an object a Helm chart made; an
+object the converge deleted, re-created since) is repaired by a converge with the record ignored
+(``servingstack_skip_unchanged: false``).
 
 The objects come from a journal the ``servingstack_k8s`` action writes while it converges: one file per call in a
 directory of the cluster's private directory on the controller, folded here in the order they were written.
@@ -43,6 +46,9 @@ RECORD_KEY = "record"
 PLUMBING = frozenset({"component_entry", "component_name", "component_state", "component_kubeconfig"})
 # The collection's files that decide what a converge does.
 CONTENT_DIRS = ("roles", "plugins")
+# Metadata the API server sets and moves on its own: left out of an object's content hash.
+SERVER_METADATA = frozenset({"resourceVersion", "managedFields", "generation", "creationTimestamp", "uid",
+                             "selfLink"})
 
 
 def content_hash(root: str | os.PathLike[str]) -> str:
@@ -67,11 +73,13 @@ def setting_names(argument_specs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return sorted(names - PLUMBING)
 
 
+def _hash(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
 def digest(content: str, spec: Any, plan: Any, settings: Mapping[str, Any]) -> str:
     """SHA-256 of the collection's content hash, the spec, the plan and the settings given (name -> value)."""
-    text = json.dumps({"collection": content, "spec": spec, "plan": plan, "settings": dict(settings)},
-                      sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _hash({"collection": content, "spec": spec, "plan": plan, "settings": dict(settings)})
 
 
 def _key(obj: Mapping[str, Any]) -> str:
@@ -81,8 +89,18 @@ def _key(obj: Mapping[str, Any]) -> str:
     return "/".join((group, str(obj.get("kind", "")), metadata.get("namespace") or "", str(metadata.get("name", ""))))
 
 
-def fingerprint(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What the record keeps of an object: its name, ``uid`` and ``generation`` (else ``resourceVersion``)."""
+def _ref(obj: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = obj.get("metadata") or {}
+    named = {"name": metadata.get("name")}
+    if metadata.get("namespace"):
+        named["namespace"] = metadata["namespace"]
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": named}
+
+
+def fingerprint(obj: Mapping[str, Any], ready: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What the record keeps of an object: its name and ``uid``; its ``generation``, else (a kind without one) a
+    hash of everything but its status and server-set metadata; ``ready``, the condition the converge waited for
+    (``{}``: the kind's own readiness), when it waited."""
     metadata = obj.get("metadata") or {}
     found = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": metadata.get("name"),
              "uid": metadata.get("uid")}
@@ -91,14 +109,20 @@ def fingerprint(obj: Mapping[str, Any]) -> dict[str, Any]:
     if metadata.get("generation"):
         found["generation"] = metadata["generation"]
     else:
-        found["resourceVersion"] = metadata.get("resourceVersion")
+        kept = {key: value for key, value in obj.items() if key not in ("status", "metadata")}
+        kept["metadata"] = {key: value for key, value in metadata.items() if key not in SERVER_METADATA}
+        found["content"] = _hash(kept)
+    if ready is not None:
+        found["ready"] = dict(ready)
     return found
 
 
 def note(journal: str | os.PathLike[str], present: Iterable[Mapping[str, Any]] = (),
-         absent: Iterable[Mapping[str, Any]] = ()) -> None:
-    """Add to the journal: ``present``, objects as the cluster has them now; ``absent``, objects now gone."""
-    entry = {"present": [fingerprint(obj) for obj in present], "absent": [_key(obj) for obj in absent]}
+         absent: Iterable[Mapping[str, Any]] = (), ready: Mapping[str, Any] | None = None) -> None:
+    """Add to the journal: ``present``, objects applied (``ready``: the condition waited for, ``{}`` for the kind's
+    own readiness, None when not waited for); ``absent``, objects now gone."""
+    entry = {"present": [{**_ref(obj), **({"ready": dict(ready)} if ready is not None else {})} for obj in present],
+             "absent": [_key(obj) for obj in absent]}
     if not entry["present"] and not entry["absent"]:
         return
     folder = Path(journal)
@@ -109,46 +133,52 @@ def note(journal: str | os.PathLike[str], present: Iterable[Mapping[str, Any]] =
 
 
 def noted(journal: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The journal folded: the fingerprint of each object present at its end, by key."""
+    """The journal folded: the objects applied and not deleted since (references, with ``ready``, the most any note
+    waited for), in key order."""
     folder = Path(journal)
     objects: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         entry = json.loads(path.read_text(encoding="utf-8"))
-        for found in entry.get("present", []):
-            objects[_key({"apiVersion": found["apiVersion"], "kind": found["kind"],
-                          "metadata": {"name": found["name"], "namespace": found.get("namespace")}})] = found
+        for ref in entry.get("present", []):
+            before = objects.get(_key(ref)) or {}
+            # A wait for a condition said more than a wait by kind, which said more than none: the most is kept.
+            if (before.get("ready") and not ref.get("ready")) or ("ready" in before and "ready" not in ref):
+                ref = {**ref, "ready": before["ready"]}
+            objects[_key(ref)] = ref
         for key in entry.get("absent", []):
             objects.pop(key, None)
     return [objects[key] for key in sorted(objects)]
+
+
+def fingerprints(applied: Iterable[Mapping[str, Any]],
+                 read: Callable[[dict[str, Any]], Mapping[str, Any] | None]) -> list[dict[str, Any]]:
+    """The fingerprints of the journal's objects as the cluster has them now (``read``); those gone are left out."""
+    found = []
+    for ref in applied:
+        live = read(_ref(ref))
+        if live is not None:
+            found.append(fingerprint(live, ref.get("ready")))
+    return found
 
 
 def _plan_releases(plan: Iterable[Mapping[str, Any]]) -> list[str]:
     return [f"{release['namespace']}/{release['release']}" for entry in plan for release in entry.get("releases", [])]
 
 
-def revisions(plan: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """``namespace/name`` -> revision of each of the plan's releases deployed now (``records``: the release records,
-    latest revision each, as ``releases.records`` or ``labelled_records`` give them)."""
-    deployed = {f"{record['namespace']}/{record['name']}": int(record["revision"]) for record in records
-                if record.get("status") == "deployed"}
-    return {key: deployed[key] for key in _plan_releases(plan) if key in deployed}
-
-
-def labelled_records(secrets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Release records from the labels of Helm's release Secrets (``name``, ``version``, ``status``), latest revision
-    each, without decoding the releases."""
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for secret in secrets:
-        metadata = secret.get("metadata") or {}
-        labels = metadata.get("labels") or {}
-        if labels.get("owner") != "helm" or not labels.get("name") or not str(labels.get("version", "")).isdigit():
-            continue
-        record = {"namespace": metadata.get("namespace"), "name": labels["name"], "revision": int(labels["version"]),
-                  "status": labels.get("status", "")}
-        key = (record["namespace"], record["name"])
-        if key not in latest or latest[key]["revision"] < record["revision"]:
-            latest[key] = record
-    return list(latest.values())
+def concerned(plan: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``namespace/name`` -> revision, status, uid and chart of every release that concerns the stack: the plan's, any
+    other release of the plan's charts, any other release of ours (``records``: the release records, latest revision
+    each, as ``releases.records`` gives them)."""
+    plan = list(plan)
+    ours = set(_plan_releases(plan))
+    charts = {release.get("chart") for entry in plan for release in entry.get("releases", [])}
+    found = {}
+    for record in records:
+        key = f"{record['namespace']}/{record['name']}"
+        if key in ours or record.get("chart") in charts or str(record["name"]).startswith(RELEASE_PREFIX):
+            found[key] = {"revision": int(record["revision"]), "status": record.get("status", ""),
+                          "uid": record.get("uid", ""), "chart": record.get("chart", "")}
+    return found
 
 
 def secret(record: Mapping[str, Any], namespace: str, name: str = RECORD_NAME) -> dict[str, Any]:
@@ -177,8 +207,8 @@ def stored(found: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def build(digest_now: str, plan: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]],
           objects: list[dict[str, Any]]) -> dict[str, Any]:
-    """The record of a converge that just succeeded."""
-    return {"digest": digest_now, "releases": revisions(plan, records), "objects": objects}
+    """The record of a converge that just succeeded (``objects``: the fingerprints)."""
+    return {"digest": digest_now, "releases": concerned(plan, records), "objects": objects}
 
 
 def _name(found: Mapping[str, Any]) -> str:
@@ -186,38 +216,47 @@ def _name(found: Mapping[str, Any]) -> str:
     return f"{found['kind']} {where}{found['name']}"
 
 
+def _release_changed(key: str, now: Mapping[str, Any] | None, then: Mapping[str, Any] | None) -> str:
+    if then is None:
+        return f"the Helm release {key} of the chart {now['chart'] or '?'} is not this stack's" if now else ""
+    if now is None:
+        return f"the Helm release {key} is gone"
+    if now["revision"] != then["revision"]:
+        return f"the Helm release {key} is at revision {now['revision']}, the last converge left {then['revision']}"
+    if now["uid"] != then["uid"] or now["status"] != then["status"]:
+        return f"the Helm release {key} was installed again since the last converge"
+    return ""
+
+
 def why_changed(record: Mapping[str, Any] | None, digest_now: str, plan: Iterable[Mapping[str, Any]],
-                records: Iterable[Mapping[str, Any]], read: Callable[[dict[str, Any]], Mapping[str, Any] | None]
-                ) -> str:
+                records: Iterable[Mapping[str, Any]], read: Callable[[dict[str, Any]], Mapping[str, Any] | None],
+                ready: Callable[[Mapping[str, Any], Mapping[str, Any] | None], bool]) -> str:
     """Why the cluster may differ from what its last converge left ('' when it cannot): the first difference found.
 
-    ``records``: the release records now (with their charts, as ``releases.records`` gives them); ``read``: reads one
-    object (``apiVersion``, ``kind``, ``metadata``) from the cluster, None when it is gone. Objects are read only once
-    everything else matched, and only until one differs."""
+    ``records``: the release records now (as ``releases.records`` gives them); ``read``: reads one object
+    (``apiVersion``, ``kind``, ``metadata``) from the cluster, None when it is gone; ``ready``: whether an object is
+    ready (its condition, None for the kind's own readiness). Objects are read only once everything else matched, and
+    only until one differs."""
     if record is None:
         return "the cluster has no record of an earlier converge"
     if record.get("digest") != digest_now:
         return "the spec, the settings or the collection changed since the last converge"
     plan = list(plan)
-    now = revisions(plan, records)
-    recorded = record.get("releases") or {}
+    now, then = concerned(plan, records), record.get("releases") or {}
     for key in _plan_releases(plan):
-        if key not in now:
+        if (now.get(key) or {}).get("status") != "deployed":
             return f"the Helm release {key} is not deployed"
-        if recorded.get(key) != now[key]:
-            return f"the Helm release {key} is at revision {now[key]}, the last converge left {recorded.get(key)}"
-    # Another release of one of the plan's charts (a user's, installed since: the converge refuses or adopts it), or
-    # another release of ours (a component of the other stack: the converge uninstalls it).
-    charts = {release.get("chart") for entry in plan for release in entry.get("releases", [])}
-    for other in records:
-        key = f"{other['namespace']}/{other['name']}"
-        if key not in recorded and (other.get("chart") in charts or str(other["name"]).startswith(RELEASE_PREFIX)):
-            return f"the Helm release {key} of the chart {other.get('chart') or '?'} is not this stack's"
+    for key in sorted(set(now) | set(then)):
+        reason = _release_changed(key, now.get(key), then.get(key))
+        if reason:
+            return reason
     for found in record.get("objects") or []:
-        metadata = {"name": found["name"], **({"namespace": found["namespace"]} if found.get("namespace") else {})}
-        live = read({"apiVersion": found["apiVersion"], "kind": found["kind"], "metadata": metadata})
+        live = read(_ref({"apiVersion": found["apiVersion"], "kind": found["kind"],
+                          "metadata": {"name": found["name"], "namespace": found.get("namespace")}}))
         if live is None:
             return f"{_name(found)} is gone"
-        if fingerprint(live) != found:
+        if fingerprint(live, found.get("ready")) != found:
             return f"{_name(found)} was changed or re-created since the last converge"
+        if "ready" in found and not ready(live, found["ready"] or None):
+            return f"{_name(found)} is not ready"
     return ""

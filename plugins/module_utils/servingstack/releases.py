@@ -61,8 +61,8 @@ def unkept_crds(manifest: str) -> list[str]:
 
 
 def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per release (its latest revision): name, namespace, revision, status, chart, version, config,
-    unkept_crds.
+    """One record per release (its latest revision): name, uid (of its record Secret), namespace, revision, status,
+    chart, version, config, unkept_crds.
 
     Secrets that are not helm release records, or do not decode, are skipped.
     """
@@ -81,6 +81,8 @@ def records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ours = str(release.get("name", "")).startswith(RELEASE_PREFIX)
         record = {
             "name": release.get("name"),
+            # Which record Secret: a release installed again has a new one at the same revision.
+            "uid": (secret.get("metadata") or {}).get("uid", ""),
             "namespace": release.get("namespace") or (secret.get("metadata") or {}).get("namespace"),
             "revision": int(release.get("version") or 0),
             "status": (release.get("info") or {}).get("status", ""),
