@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import record
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import k8s_objects, record
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -123,7 +123,7 @@ def test_the_journal_folds_in_the_order_written_and_forgets_what_was_deleted(tmp
 
 def test_the_fingerprints_are_read_back_from_the_cluster_and_leave_out_what_is_gone():
     applied = [{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods", "namespace": "nvidia-dra"}},
-               {**record._ref(GATEWAY), "ready": {}}]
+               {**k8s_objects.ref(GATEWAY), "ready": {}}]
     assert record.fingerprints(applied, lambda ref: QUOTA if ref["kind"] == "ResourceQuota" else None) == [
         record.fingerprint(QUOTA)]
     assert record.fingerprints(applied, lambda ref: GATEWAY if ref["kind"] == "Gateway" else None) == [
@@ -181,7 +181,7 @@ def test_a_cluster_is_unchanged_when_digest_releases_and_objects_all_match(kept)
     # A user's release of a chart the plan does not install is none of its business.
     records = [release(), USERS, release("redis", "apps", chart="redis")]
     assert record.why_changed(kept, "d1", PLAN, records, read, ready) == ""
-    assert asked == [record._ref(GATEWAY), record._ref(QUOTA)]
+    assert asked == [k8s_objects.ref(GATEWAY), k8s_objects.ref(QUOTA)]
 
 
 @pytest.mark.parametrize(("stored", "digest", "releases", "live", "reason"), [

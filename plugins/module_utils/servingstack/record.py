@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import k8s_objects
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import RELEASE_PREFIX
 
 RECORD_NAME = "modelplane-serving-converged"
@@ -84,17 +85,7 @@ def digest(content: str, spec: Any, plan: Any, settings: Mapping[str, Any]) -> s
 
 def _key(obj: Mapping[str, Any]) -> str:
     """``group/kind/namespace/name``: one object whatever API version names it."""
-    metadata = obj.get("metadata") or {}
-    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-    return "/".join((group, str(obj.get("kind", "")), metadata.get("namespace") or "", str(metadata.get("name", ""))))
-
-
-def _ref(obj: Mapping[str, Any]) -> dict[str, Any]:
-    metadata = obj.get("metadata") or {}
-    named = {"name": metadata.get("name")}
-    if metadata.get("namespace"):
-        named["namespace"] = metadata["namespace"]
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": named}
+    return "/".join(k8s_objects.identity(obj))
 
 
 def fingerprint(obj: Mapping[str, Any], ready: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -121,7 +112,8 @@ def note(journal: str | os.PathLike[str], present: Iterable[Mapping[str, Any]] =
          absent: Iterable[Mapping[str, Any]] = (), ready: Mapping[str, Any] | None = None) -> None:
     """Add to the journal: ``present``, objects applied (``ready``: the condition waited for, ``{}`` for the kind's
     own readiness, None when not waited for); ``absent``, objects now gone."""
-    entry = {"present": [{**_ref(obj), **({"ready": dict(ready)} if ready is not None else {})} for obj in present],
+    waited = {"ready": dict(ready)} if ready is not None else {}
+    entry = {"present": [{**k8s_objects.ref(obj), **waited} for obj in present],
              "absent": [_key(obj) for obj in absent]}
     if not entry["present"] and not entry["absent"]:
         return
@@ -155,7 +147,7 @@ def fingerprints(applied: Iterable[Mapping[str, Any]],
     """The fingerprints of the journal's objects as the cluster has them now (``read``); those gone are left out."""
     found = []
     for ref in applied:
-        live = read(_ref(ref))
+        live = read(k8s_objects.ref(ref))
         if live is not None:
             found.append(fingerprint(live, ref.get("ready")))
     return found
@@ -251,7 +243,7 @@ def why_changed(record: Mapping[str, Any] | None, digest_now: str, plan: Iterabl
         if reason:
             return reason
     for found in record.get("objects") or []:
-        live = read(_ref({"apiVersion": found["apiVersion"], "kind": found["kind"],
+        live = read(k8s_objects.ref({"apiVersion": found["apiVersion"], "kind": found["kind"],
                           "metadata": {"name": found["name"], "namespace": found.get("namespace")}}))
         if live is None:
             return f"{_name(found)} is gone"
