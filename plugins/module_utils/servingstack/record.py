@@ -243,8 +243,8 @@ def why_changed(record: Mapping[str, Any] | None, digest_now: str, plan: Iterabl
         if reason:
             return reason
     for found in record.get("objects") or []:
-        live = read(k8s_objects.ref({"apiVersion": found["apiVersion"], "kind": found["kind"],
-                          "metadata": {"name": found["name"], "namespace": found.get("namespace")}}))
+        metadata = {"name": found["name"], "namespace": found.get("namespace")}
+        live = read(k8s_objects.ref({"apiVersion": found["apiVersion"], "kind": found["kind"], "metadata": metadata}))
         if live is None:
             return f"{_name(found)} is gone"
         if fingerprint(live, found.get("ready")) != found:
