@@ -16,6 +16,9 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import k8s_objects, kubeclient, record
 
+# Loaded in Ansible's main process before its tasks fork workers (see kubeclient.preload).
+kubeclient.preload()
+
 MODULE = "kubernetes.core.k8s"
 # The keys of kubernetes.core.k8s's result that carry objects: left out when a Secret was written or deleted.
 SECRET_BEARING = frozenset({"result", "diff", "invocation"})
