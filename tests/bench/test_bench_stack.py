@@ -1,6 +1,7 @@
 """Benchmarks of the Standard stack on the stand-in, each against a baseline measured in the same run.
 
-1. No-op re-run of the converged stack vs. the floor: a playbook with one no-op k8s_info task.
+1. No-op re-run of the stack converged in 2 (workloads ready at once) vs. the floor: a playbook with one
+   no-op k8s_info task.
    Issue 9's target is <= 2.5x, with 0 helm processes and 0 writes (all three asserted). A re-run with nothing
    changed skips the components on the converge record; the same re-run comparing every release and object
    (servingstack_skip_unchanged=false) is printed; it must run no helm either and write only the record.
@@ -8,7 +9,8 @@
    task per release (same charts, versions and values, --wait) and one kubernetes.core.k8s task per
    object. Target <= 0.5x, asserted on a stand-in whose workloads take READY_AFTER seconds to become
    ready (``ready_after``), as on a real cluster where helm --wait waits for images to pull and pods
-   to start: that wait is what converging independent components in parallel saves. Its ratio to the
+   to start: that wait is what converging independent components in parallel saves (the two run at the same
+   time, each on its own stand-in: they mostly wait). Its ratio to the
    critical-path floor (the longest chain of helm waits the plan imposes, plus the one-task floor) is
    printed. The same comparison on a stand-in whose workloads are ready at once (nothing to wait for:
    only the CPU work of Ansible and helm on this machine's cores): target <= 1.0x (see INSTANT_BOUND).
@@ -19,11 +21,13 @@ The ratios, API requests and helm processes are printed (run with -s).
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -111,22 +115,28 @@ def why_failed(result) -> str:
     return "\n".join(said[:20]) + "\n...\n" + result.stdout[-3000:]
 
 
-def converge_pair(workdir, ready_after: float, stack_plan: list[dict]) -> dict:
-    """Our fresh converge and the sequential baseline, each on a fresh stand-in with ``ready_after``."""
-    with running_cluster(workdir / f"ours-{ready_after:g}", ready_after=ready_after) as ours:
-        ours_s, converged = timed(ours.run_playbook, SITE, extra_vars=stack_vars(ours))
-        assert converged.rc == 0, why_failed(converged)
-        values = {}
-        for name, release in releases(ours).items():
-            proc = subprocess.run(["helm", "get", "values", name, "-n", release["namespace"], "-o", "json"],
-                                  env=ours.env, capture_output=True, text=True, check=True)
-            values[name] = json.loads(proc.stdout) or {}
-        objects = [clean(get(ours, *key)) for key in OBJECTS]
-    baseline = workdir / f"baseline-{ready_after:g}.yml"
-    baseline.write_text(yaml.safe_dump(baseline_play(stack_plan, values, objects)))
-    with running_cluster(workdir / f"baseline-{ready_after:g}", ready_after=ready_after) as base:
-        baseline_s, based = timed(base.run_playbook, baseline)
+def baseline_run(workdir: Path, play: list[dict]) -> tuple[float, Any]:
+    """(seconds, result) of the sequential baseline on a new stand-in whose workloads are ready at once."""
+    baseline = workdir / "baseline-0.yml"
+    baseline.write_text(yaml.safe_dump(play))
+    with running_cluster(workdir / "baseline-0") as base:
+        seconds, based = timed(base.run_playbook, baseline)
         assert based.rc == 0, based.stdout[-3000:]
+    return seconds, based
+
+
+def baseline_of(ours: Any, stack_plan: list[dict]) -> list[dict]:
+    """The sequential baseline play installing what our converge installed on ``ours``: the same charts, values
+    (as helm recorded them) and objects."""
+    values = {}
+    for name, release in releases(ours).items():
+        proc = subprocess.run(["helm", "get", "values", name, "-n", release["namespace"], "-o", "json"],
+                              env=ours.env, capture_output=True, text=True, check=True)
+        values[name] = json.loads(proc.stdout) or {}
+    return baseline_play(stack_plan, values, [clean(get(ours, *key)) for key in OBJECTS])
+
+
+def pair(ours_s: float, converged: Any, baseline_s: float, based: Any) -> dict:
     return {"ours": ours_s, "baseline": baseline_s, "ratio": ours_s / baseline_s,
             "requests": (converged.requests["total"], based.requests["total"])}
 
@@ -142,9 +152,14 @@ def test_bench_standard_stack(tmp_path_factory):
                                               "name": "Read one namespace.",
                                               "kubernetes.core.k8s_info": {"kind": "Namespace", "name": "default"}}]}]))
 
-    with running_cluster(workdir / "noop") as ours:
-        converged = ours.run_playbook(SITE, extra_vars=stack_vars(ours))
-        assert converged.rc == 0, converged.stdout[-3000:]
+    with running_cluster(workdir / "ours-0") as ours:
+        # Fresh converge with workloads ready at once, then the sequential baseline of the same charts, values and
+        # objects: one after the other, since both are CPU-bound.
+        ours_s, converged = timed(ours.run_playbook, SITE, extra_vars=stack_vars(ours))
+        assert converged.rc == 0, why_failed(converged)
+        play = baseline_of(ours, stack_plan)
+        instant = pair(ours_s, converged, *baseline_run(workdir, play))
+        # No-op re-runs of the stack just converged.
         spied = workdir / "noop-helm.log"
         noop_s, noop = best(ATTEMPTS, ours.run_playbook, SITE, extra_vars=stack_vars(ours), env=ours.helm_spy(spied))
         assert noop.rc == 0 and noop.changed == 0, noop.stdout[-3000:]
@@ -164,14 +179,26 @@ def test_bench_standard_stack(tmp_path_factory):
                        if resource.split()[0] in WRITES}
     print(f"no-op re-run comparing everything (servingstack_skip_unchanged=false): {compared_s:.1f}s, "
           f"{compared_s / floor_s:.2f}x the floor (not bounded); writes {compared_writes}")
-
-    instant = converge_pair(workdir, 0.0, stack_plan)
     print(f"fresh converge, workloads ready at once: {instant['ours']:.1f}s vs sequential baseline "
           f"{instant['baseline']:.1f}s: {instant['ratio']:.2f}x (CPU only, target 1.0x, bound {INSTANT_BOUND}x); "
           f"API requests {instant['requests'][0]} vs {instant['requests'][1]}")
-    waiting = converge_pair(workdir, READY_AFTER, stack_plan)
+
+    # With workloads ready after READY_AFTER, ours and the baseline run at the same time, each on a stand-in of its
+    # own: both mostly wait (for readiness), so they barely compete for the cores, and what they do compete for
+    # slows ours, the shorter run, more than the baseline: the ratio can only err against us.
+    baseline = workdir / f"baseline-{READY_AFTER:g}.yml"
+    baseline.write_text(yaml.safe_dump(play))
+    with running_cluster(workdir / f"ours-{READY_AFTER:g}", ready_after=READY_AFTER) as ours, \
+            running_cluster(workdir / f"baseline-{READY_AFTER:g}", ready_after=READY_AFTER) as base, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        ours_run = pool.submit(timed, ours.run_playbook, SITE, extra_vars=stack_vars(ours))
+        base_run = pool.submit(timed, base.run_playbook, baseline)
+        (ours_s, converged), (baseline_s, based) = ours_run.result(), base_run.result()
+    assert converged.rc == 0, why_failed(converged)
+    assert based.rc == 0, based.stdout[-3000:]
+    waiting = pair(ours_s, converged, baseline_s, based)
     print(f"fresh converge, workloads ready after {READY_AFTER:g}s: {waiting['ours']:.1f}s vs sequential baseline "
-          f"{waiting['baseline']:.1f}s: {waiting['ratio']:.2f}x (target <= {CONVERGE_TARGET}x); "
+          f"{waiting['baseline']:.1f}s, run at the same time: {waiting['ratio']:.2f}x (target <= {CONVERGE_TARGET}x); "
           f"API requests {waiting['requests'][0]} vs {waiting['requests'][1]}")
     waits = schedule.critical_path(stack_plan)
     path_floor = waits * READY_AFTER + floor_s
