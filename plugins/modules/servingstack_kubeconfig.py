@@ -14,7 +14,8 @@ author:
   - Modelplane engineers (@modelplaneai)
 description:
   - Writes O(kubeconfig) to O(dest) with mode C(0600), for the tasks of one converge to use and for the caller to
-    remove afterwards.
+    remove afterwards. Without a cloud identity this happens on the controller (an action plugin), where the
+    ServingStack hosts run; with one, the module runs.
   - With a cloud identity (O(identity_type) and O(identity_credential)), authenticates as that identity instead of
     the kubeconfig's embedded credentials, as the ServingStack reference says. The current context's user is
     replaced by a kubeconfig C(exec) credential plugin that hands out a bearer token minted from the credential.
@@ -114,6 +115,7 @@ identity_dir:
   sample: /tmp/ansible.servingstack/kubeconfig.identity
 """
 
+import copy
 import json
 import os
 import shutil
@@ -123,7 +125,11 @@ import urllib.error
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.credentials import check_kubeconfig
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.credentials import (
+    KUBECONFIG_OPTIONS,
+    KUBECONFIG_RULES,
+    check_kubeconfig,
+)
 
 # Appended to the plugin's copy of cloud_identity.py so that it runs as a script.
 PLUGIN_MAIN = """
@@ -181,18 +187,8 @@ def post_form(url: str, body: bytes, ca_file: str | None = None, timeout: float 
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "kubeconfig": {"type": "str", "required": True, "no_log": True},
-            "dest": {"type": "path", "required": True},
-            "identity_type": {"type": "str", "choices": list(cloud_identity.CLOUD_IDENTITY_TYPES)},
-            "identity_credential": {"type": "str", "no_log": True},
-            "identity_path": {"type": "str", "default": "spec.secrets"},
-            "ca_file": {"type": "path"},
-        },
-        required_together=[("identity_type", "identity_credential")],
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=copy.deepcopy(KUBECONFIG_OPTIONS), supports_check_mode=True,
+                           **copy.deepcopy(KUBECONFIG_RULES))
     params = module.params
     result = {"changed": False, "dest": params["dest"], "authenticated_as": params["identity_type"] or "kubeconfig"}
     try:

@@ -28,7 +28,9 @@ description:
     C(GatewayAddressPending) and a message saying why, from O(gateway_object) and O(gateway_services).
   - Each condition's C(lastTransitionTime) is kept while its C(status) stays the same; C(observedGeneration) is
     O(observed_generation), the generation of the ServingStack the run read.
-  - Reports a change only when the status differs.
+  - Reports a change only when the status differs. When only O(kubeconfig) and O(context) (or their
+    C(K8S_AUTH_*) variables) locate the management cluster, the ServingStack is read on the controller first and
+    the module runs only to write a status that differs; with any other connection option it reads and writes.
 options:
   name:
     description: Name of the ServingStack.
@@ -149,46 +151,9 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack im
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
 
-def gateway_patch(current: dict, wanted: dict) -> dict:
-    """A JSON merge patch turning ``current`` status.gateway into ``wanted`` (removed keys become null)."""
-    patch: dict = {key: None for key in current if key not in wanted}
-    patch.update({key: value for key, value in wanted.items() if current.get(key) != value})
-    return patch
-
-
-def wanted_status(current: dict, params: dict, now: str) -> dict:
-    """The status keys this module owns, as they should be (``gateway`` always; the rest with ``components``)."""
-    gateway = dict((params["status"] or {}).get("gateway") or {})
-    wanted: dict = {"gateway": gateway}
-    if params["components"] is None:
-        return wanted
-    failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
-    address = gateway.get("address")
-    pending = "" if address else stack_status.address_pending(params["gateway_object"],
-                                                              params["gateway_services"] or [])
-    generation = params["observed_generation"]
-    wanted["conditions"] = stack_status.merge_conditions(
-        current.get("conditions"), stack_status.wanted_conditions(params["components"], failed, address, pending),
-        generation, now)
-    wanted["components"] = stack_status.components_status(params["components"], failed, current.get("components"))
-    if generation is not None:
-        wanted["observedGeneration"] = generation
-    wanted["pending"] = pending
-    return wanted
-
-
 def main() -> None:
     options = copy.deepcopy(AUTH_ARG_SPEC)
-    options.update(
-        name={"type": "str", "required": True},
-        namespace={"type": "str", "required": True},
-        status={"type": "dict", "required": True},
-        components={"type": "list", "elements": "dict"},
-        failed={"type": "dict", "default": {}},
-        observed_generation={"type": "int"},
-        gateway_object={"type": "dict"},
-        gateway_services={"type": "list", "elements": "dict", "default": []},
-    )
+    options.update(copy.deepcopy(stack_status.UPDATE_OPTIONS))
     module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=options, supports_check_mode=True)
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
@@ -202,22 +167,7 @@ def main() -> None:
         module.fail_json(msg=f"cannot read {where}: {error}")
     current_status = dict(found.get("status") or {})
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (any Python 3)
-    wanted = wanted_status(current_status, module.params, now)
-    pending = wanted.pop("pending", None)
-    current = dict(current_status.get("gateway") or {})
-    patch: dict = {}
-    gateway = gateway_patch(current, wanted["gateway"])
-    if gateway:
-        patch["gateway"] = gateway
-    patch.update({key: value for key, value in wanted.items() if key != "gateway" and current_status.get(key) != value})
-    result: dict = {"changed": bool(patch), **wanted}
-    if pending is not None:
-        result["pending"] = pending
-    if "observedGeneration" in result:
-        result["observed_generation"] = result.pop("observedGeneration")
-    if module._diff:
-        result["diff"] = {"before": {key: current_status.get(key) for key in wanted},
-                          "after": wanted}
+    result, patch = stack_status.status_update(current_status, module.params, now, diff=module._diff)
     if patch and not module.check_mode:
         try:
             resource.status.patch(body={"status": patch}, name=name, namespace=namespace,

@@ -109,3 +109,50 @@ def test_a_helm_error_list_is_kept_on_the_summary_line():
     assert error_summary(message) == ("Error: release mp-cert-manager failed, and has been uninstalled due to atomic "
                                       "being set: 2 errors occurred: * admission webhook \"deny\" denied the request: "
                                       "no * second")
+
+
+# servingstack_status_update (the module and its action plugin): what it writes, and when the action reads the
+# ServingStack on the controller instead of running the module.
+PARAMS = {"status": {"gateway": {"address": "203.0.113.10"}}, "components": PLAN, "failed": {},
+          "observed_generation": 3, "gateway_object": None, "gateway_services": []}
+
+
+def test_a_status_as_wanted_needs_no_patch():
+    update, patch = status.status_update({}, PARAMS, NOW)
+    assert patch and update["changed"] is True
+    again, nothing = status.status_update(patch, PARAMS, LATER, diff=True)
+    assert nothing == {} and again["changed"] is False
+    assert again["observed_generation"] == 3 and again["pending"] == ""
+    # The transition times stay those of the first write.
+    assert {c["lastTransitionTime"] for c in again["conditions"]} == {NOW}
+    assert again["diff"]["before"]["conditions"] == again["diff"]["after"]["conditions"]
+
+
+def test_a_gateway_key_no_longer_wanted_is_removed_and_others_left_alone():
+    current = {"gateway": {"address": "203.0.113.10", "caCertificate": "x"}, "note": "someone else's"}
+    _update, patch = status.status_update(current, {**PARAMS, "components": None}, NOW)
+    assert patch == {"gateway": {"caCertificate": None}}
+
+
+def _action():
+    from ansible_collections.modelplane.serving.plugins.action import servingstack_status_update
+
+    return servingstack_status_update
+
+
+def test_the_action_reads_on_the_controller_with_a_kubeconfig_only():
+    target = _action().controller_target
+    assert target({"kubeconfig": "/k", "context": None}, {}) == ("/k", "")
+    assert target({}, {"K8S_AUTH_KUBECONFIG": "/env", "K8S_AUTH_CONTEXT": "east"}) == ("/env", "east")
+    assert target({"kubeconfig": "/k", "context": "west"}, {"K8S_AUTH_CONTEXT": "east"}) == ("/k", "west")
+    assert target({}, {"KUBECONFIG": "/default"}) == ("", "")
+
+
+def test_any_other_connection_option_leaves_the_read_to_the_module():
+    target = _action().controller_target
+    assert target({"kubeconfig": "/k", "validate_certs": False}, {}) is None
+    assert target({"host": "https://203.0.113.1", "api_key": "t"}, {}) is None
+    # AWX's Kubernetes credential: host, token and certificate checks as K8S_AUTH_* variables.
+    assert target({}, {"K8S_AUTH_HOST": "https://203.0.113.1", "K8S_AUTH_API_KEY": "t"}) is None
+    assert target({"kubeconfig": "/k"}, {"K8S_AUTH_VERIFY_SSL": "false"}) is None
+    assert target({"kubeconfig": "/k"}, {"K8S_AUTH_PROXY": ""}) == ("/k", "")

@@ -13,6 +13,8 @@ import base64
 import binascii
 from typing import Any
 
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.cloud_identity import CLOUD_IDENTITY_TYPES
+
 KUBECONFIG = "Kubeconfig"
 
 
@@ -93,6 +95,19 @@ def secret_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
         keys = ", ".join(sorted({*data, *string_data})) or "none"
         raise ValueError(f"{where} has no key {key!r} (keys: {keys})")
     return text
+
+
+# The options of the servingstack_kubeconfig module, shared with its action plugin (which writes a kubeconfig without
+# a cloud identity on the controller itself, and runs the module for one with).
+KUBECONFIG_OPTIONS: dict[str, dict[str, Any]] = {
+    "kubeconfig": {"type": "str", "required": True, "no_log": True},
+    "dest": {"type": "path", "required": True},
+    "identity_type": {"type": "str", "choices": list(CLOUD_IDENTITY_TYPES)},
+    "identity_credential": {"type": "str", "no_log": True},
+    "identity_path": {"type": "str", "default": "spec.secrets"},
+    "ca_file": {"type": "path"},
+}
+KUBECONFIG_RULES: dict[str, Any] = {"required_together": [("identity_type", "identity_credential")]}
 
 
 def check_kubeconfig(text: str, where: str) -> None:

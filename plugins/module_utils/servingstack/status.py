@@ -268,3 +268,65 @@ def task_error(message: object) -> str:
     error ("Task failed: Finalization of task args for 'set_fact' failed: Error while resolving value for ...")."""
     text = " ".join(str(message or "").split())
     return _WRAPPERS.sub("", text) or "failed"
+
+
+# The options of the servingstack_status_update module (besides kubernetes.core's connection options), shared with
+# its action plugin, which reads the ServingStack on the controller and runs the module only to write.
+UPDATE_OPTIONS: dict[str, dict[str, Any]] = {
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str", "required": True},
+    "status": {"type": "dict", "required": True},
+    "components": {"type": "list", "elements": "dict"},
+    "failed": {"type": "dict", "default": {}},
+    "observed_generation": {"type": "int"},
+    "gateway_object": {"type": "dict"},
+    "gateway_services": {"type": "list", "elements": "dict", "default": []},
+}
+
+
+def gateway_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch turning ``current`` status.gateway into ``wanted`` (removed keys become null)."""
+    patch: dict[str, Any] = {key: None for key in current if key not in wanted}
+    patch.update({key: value for key, value in wanted.items() if current.get(key) != value})
+    return patch
+
+
+def wanted_status(current: dict[str, Any], params: dict[str, Any], now: str) -> dict[str, Any]:
+    """The status keys servingstack_status_update owns, as they should be (``gateway`` always; the rest with
+    ``components``), from the status ``current`` and the module's ``params``; ``now`` for a condition's
+    transition time."""
+    gateway = dict((params["status"] or {}).get("gateway") or {})
+    wanted: dict[str, Any] = {"gateway": gateway}
+    if params["components"] is None:
+        return wanted
+    failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
+    address = gateway.get("address")
+    pending = "" if address else address_pending(params["gateway_object"], params["gateway_services"] or [])
+    generation = params["observed_generation"]
+    wanted["conditions"] = merge_conditions(
+        current.get("conditions"), wanted_conditions(params["components"], failed, address, pending), generation, now)
+    wanted["components"] = components_status(params["components"], failed, current.get("components"))
+    if generation is not None:
+        wanted["observedGeneration"] = generation
+    wanted["pending"] = pending
+    return wanted
+
+
+def status_update(current_status: dict[str, Any], params: dict[str, Any], now: str,
+                  diff: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the module's result, the merge patch of ``status`` to write: empty when the status is as wanted)."""
+    wanted = wanted_status(current_status, params, now)
+    pending = wanted.pop("pending", None)
+    patch: dict[str, Any] = {}
+    gateway = gateway_patch(dict(current_status.get("gateway") or {}), wanted["gateway"])
+    if gateway:
+        patch["gateway"] = gateway
+    patch.update({key: value for key, value in wanted.items() if key != "gateway" and current_status.get(key) != value})
+    result: dict[str, Any] = {"changed": bool(patch), **wanted}
+    if pending is not None:
+        result["pending"] = pending
+    if "observedGeneration" in result:
+        result["observed_generation"] = result.pop("observedGeneration")
+    if diff:
+        result["diff"] = {"before": {key: current_status.get(key) for key in wanted}, "after": wanted}
+    return result, patch
