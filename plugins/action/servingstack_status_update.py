@@ -22,21 +22,6 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack im
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
 MODULE = "modelplane.serving.servingstack_status_update"
-# The connection options a read on the controller honours the same way as the module does.
-READABLE = frozenset({"kubeconfig", "context"})
-
-
-def controller_target(options: dict[str, Any], environ: dict[str, str]) -> tuple[str | dict[str, Any], str] | None:
-    """``(kubeconfig, context)`` when the management cluster can be read on the controller exactly as the module
-    reaches it: no connection option but these two, neither in the task's options nor as ``K8S_AUTH_*`` (the
-    module's fallbacks); else None."""
-    if any(options.get(name) is not None for name in AUTH_ARG_SPEC if name not in READABLE):
-        return None
-    if any(key.startswith("K8S_AUTH_") and key not in ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT") and value
-           for key, value in environ.items()):
-        return None
-    kubeconfig = options.get("kubeconfig") or environ.get("K8S_AUTH_KUBECONFIG") or ""
-    return kubeconfig, str(options.get("context") or environ.get("K8S_AUTH_CONTEXT") or "")
 
 
 class ActionModule(ActionBase):
@@ -50,7 +35,7 @@ class ActionModule(ActionBase):
         task_environment: dict[str, Any] = {}
         self._compute_environment_string(task_environment)
         environ = {**os.environ, **{key: str(value) for key, value in task_environment.items()}}
-        target = controller_target(options, environ)
+        target = kubeclient.controller_target({name: options[name] for name in AUTH_ARG_SPEC}, environ)
         if target is not None:
             try:
                 client = kubeclient.connect(*target, environ=environ)

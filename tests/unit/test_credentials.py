@@ -79,3 +79,10 @@ def test_bad_secrets_fail_without_showing_their_data(obj, message):
 
 def test_secret_text_returns_any_key_without_kubeconfig_checks():
     assert credentials.secret_text(secret(private_key="{json}"), {**REF, "key": "private_key"}) == "{json}"
+
+
+def test_secret_refs_need_a_name_and_a_namespace_each():
+    secret_refs = credentials.secret_refs
+    assert secret_refs([{"name": "k", "namespace": "platform", "key": "kubeconfig"}]) == [("k", "platform")]
+    with pytest.raises(ValueError, match=r"refs\[1\]: needs a name and a namespace"):
+        secret_refs([{"name": "k", "namespace": "platform"}, {"name": "i"}])

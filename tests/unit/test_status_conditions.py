@@ -132,27 +132,3 @@ def test_a_gateway_key_no_longer_wanted_is_removed_and_others_left_alone():
     current = {"gateway": {"address": "203.0.113.10", "caCertificate": "x"}, "note": "someone else's"}
     _update, patch = status.status_update(current, {**PARAMS, "components": None}, NOW)
     assert patch == {"gateway": {"caCertificate": None}}
-
-
-def _action():
-    from ansible_collections.modelplane.serving.plugins.action import servingstack_status_update
-
-    return servingstack_status_update
-
-
-def test_the_action_reads_on_the_controller_with_a_kubeconfig_only():
-    target = _action().controller_target
-    assert target({"kubeconfig": "/k", "context": None}, {}) == ("/k", "")
-    assert target({}, {"K8S_AUTH_KUBECONFIG": "/env", "K8S_AUTH_CONTEXT": "east"}) == ("/env", "east")
-    assert target({"kubeconfig": "/k", "context": "west"}, {"K8S_AUTH_CONTEXT": "east"}) == ("/k", "west")
-    assert target({}, {"KUBECONFIG": "/default"}) == ("", "")
-
-
-def test_any_other_connection_option_leaves_the_read_to_the_module():
-    target = _action().controller_target
-    assert target({"kubeconfig": "/k", "validate_certs": False}, {}) is None
-    assert target({"host": "https://203.0.113.1", "api_key": "t"}, {}) is None
-    # AWX's Kubernetes credential: host, token and certificate checks as K8S_AUTH_* variables.
-    assert target({}, {"K8S_AUTH_HOST": "https://203.0.113.1", "K8S_AUTH_API_KEY": "t"}) is None
-    assert target({"kubeconfig": "/k"}, {"K8S_AUTH_VERIFY_SSL": "false"}) is None
-    assert target({"kubeconfig": "/k"}, {"K8S_AUTH_PROXY": ""}) == ("/k", "")

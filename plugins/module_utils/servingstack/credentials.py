@@ -110,6 +110,21 @@ KUBECONFIG_OPTIONS: dict[str, dict[str, Any]] = {
 KUBECONFIG_RULES: dict[str, Any] = {"required_together": [("identity_type", "identity_credential")]}
 
 
+# The options of the servingstack_secrets module, shared with its action plugin (which reads on the controller).
+SECRETS_OPTIONS: dict[str, dict[str, Any]] = {"refs": {"type": "list", "elements": "dict", "required": True}}
+
+
+def secret_refs(refs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(name, namespace)`` of each Secret to read; ValueError naming the entry without both."""
+    found = []
+    for index, ref in enumerate(refs):
+        name, namespace = ref.get("name"), ref.get("namespace")
+        if not (isinstance(name, str) and name and isinstance(namespace, str) and namespace):
+            raise ValueError(f"refs[{index}]: needs a name and a namespace")
+        found.append((name, namespace))
+    return found
+
+
 def check_kubeconfig(text: str, where: str) -> None:
     """Raise ValueError unless ``text`` looks like a kubeconfig with a current context."""
     import yaml  # PyYAML ships with ansible-core; imported late so the module imports without it

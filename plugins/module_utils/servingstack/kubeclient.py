@@ -41,6 +41,25 @@ def preload() -> None:
         pass
 
 
+# The kubernetes.core connection options a read here honours exactly as the modules do.
+CONTROLLER_OPTIONS = frozenset({"kubeconfig", "context"})
+ENVIRON_OPTIONS = frozenset({"K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT"})
+
+
+def controller_target(options: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[Any, str] | None:
+    """``(kubeconfig, context)`` for ``connect`` when the cluster a kubernetes.core module would reach with
+    ``options`` (its connection options, None when left out) and ``environ`` can be read here exactly as it does:
+    nothing but a kubeconfig and a context, neither in ``options`` nor as ``K8S_AUTH_*`` (the modules' fallbacks).
+    Else None: a host and token, client certificates, a proxy or certificate checks turned off are left to the
+    module, which honours them all."""
+    if any(value is not None for name, value in options.items() if name not in CONTROLLER_OPTIONS):
+        return None
+    if any(key.startswith("K8S_AUTH_") and key not in ENVIRON_OPTIONS and value for key, value in environ.items()):
+        return None
+    kubeconfig = options.get("kubeconfig") or environ.get("K8S_AUTH_KUBECONFIG") or ""
+    return kubeconfig, str(options.get("context") or environ.get("K8S_AUTH_CONTEXT") or "")
+
+
 def connect(kubeconfig: str | dict[str, Any] = "", context: str = "", environ: Mapping[str, str] | None = None) -> Any:
     """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings.
 
