@@ -29,6 +29,7 @@ options:
     required: true
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - modelplane.serving.management_cluster
 attributes:
   check_mode:
     support: full
@@ -36,13 +37,6 @@ attributes:
   diff_mode:
     support: none
     description: Reads only.
-  action_group:
-    support: full
-    membership:
-      - modelplane.serving.servingstack
-    description: >-
-      C(module_defaults) for C(group/modelplane.serving.servingstack) set the management cluster's authentication
-      options once, for every module of the group (those that read or write the management cluster).
 requirements:
   - kubernetes >= 24.2.0
 """

@@ -60,6 +60,7 @@ options:
     type: str
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - modelplane.serving.management_cluster
 attributes:
   check_mode:
     support: full
@@ -67,13 +68,6 @@ attributes:
   diff_mode:
     support: none
     description: Nothing changes, so there is no diff.
-  action_group:
-    support: full
-    membership:
-      - modelplane.serving.servingstack
-    description: >-
-      C(module_defaults) for C(group/modelplane.serving.servingstack) set the management cluster's authentication
-      options once, for every module of the group (those that read or write a live ServingStack).
   action:
     support: full
     description: >-

@@ -73,6 +73,7 @@ options:
     default: []
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - modelplane.serving.management_cluster
 attributes:
   check_mode:
     support: full
@@ -80,13 +81,6 @@ attributes:
   diff_mode:
     support: full
     description: Shows the old and new status.
-  action_group:
-    support: full
-    membership:
-      - modelplane.serving.servingstack
-    description: >-
-      C(module_defaults) for C(group/modelplane.serving.servingstack) set the management cluster's authentication
-      options once, for every module of the group (those that read or write a live ServingStack).
 requirements:
   - kubernetes >= 24.2.0
 """
