@@ -9,15 +9,11 @@ and runs the module only when something is to be written.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import k8s_objects, kubeclient, record
-
-# Loaded in Ansible's main process before its tasks fork workers (see kubeclient.preload).
-kubeclient.preload()
+from ansible_collections.modelplane.serving.plugins.plugin_utils.cluster_action import ClusterReadAction
 
 MODULE = "kubernetes.core.k8s"
 # The keys of kubernetes.core.k8s's result that carry objects: left out when a Secret was written or deleted.
@@ -53,9 +49,7 @@ def _module_defaults(task: Any, templar: Any) -> dict[str, Any]:
                                              action_groups=task._parent._play._action_groups)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-
+class ActionModule(ClusterReadAction):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp  # unused
@@ -64,9 +58,7 @@ class ActionModule(ActionBase):
         defaults = _module_defaults(self._task, self._templar)
         connection = {name: defaults[name] for name in AUTH_ARG_SPEC if defaults.get(name) is not None}
         connection.update({name: args[name] for name in AUTH_ARG_SPEC if args.get(name) is not None})
-        task_environment: dict[str, Any] = {}
-        self._compute_environment_string(task_environment)
-        environ = {**os.environ, **{key: str(value) for key, value in task_environment.items()}}
+        environ = self._task_environ()
         check_mode = bool(self._task.check_mode)
         try:
             objects = k8s_objects.unique(k8s_objects.documents(args["definition"]))

@@ -9,32 +9,26 @@ would import it again. With any other connection option the module reads them, h
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.credentials import (
     SECRETS_OPTIONS,
     secret_refs,
 )
+from ansible_collections.modelplane.serving.plugins.plugin_utils.cluster_action import ClusterReadAction
 
 MODULE = "modelplane.serving.servingstack_secrets"
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-
+class ActionModule(ClusterReadAction):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp  # unused
         # The task's arguments include its module_defaults (group/modelplane.serving.servingstack).
         options = self.validate_argument_spec({**AUTH_ARG_SPEC, **SECRETS_OPTIONS})[0].validated_parameters
-        task_environment: dict[str, Any] = {}
-        self._compute_environment_string(task_environment)
-        environ = {**os.environ, **{key: str(value) for key, value in task_environment.items()}}
-        target = kubeclient.controller_target({name: options[name] for name in AUTH_ARG_SPEC}, environ)
+        target, environ = self._controller_target(options)
         if target is None:
             result.update(self._execute_module(module_name=MODULE, module_args=dict(self._task.args),
                                                task_vars=task_vars))

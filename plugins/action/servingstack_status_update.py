@@ -11,31 +11,24 @@ client certificates, a proxy, certificate checks turned off) the module reads an
 
 from __future__ import annotations
 
-import datetime
-import os
 from typing import Any
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status as stack_status
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
+from ansible_collections.modelplane.serving.plugins.plugin_utils.cluster_action import ClusterReadAction
 
 MODULE = "modelplane.serving.servingstack_status_update"
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-
+class ActionModule(ClusterReadAction):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp  # unused
         # The task's arguments include its module_defaults (group/modelplane.serving.servingstack).
         options = self.validate_argument_spec({**AUTH_ARG_SPEC, **stack_status.UPDATE_OPTIONS})[0].validated_parameters
-        task_environment: dict[str, Any] = {}
-        self._compute_environment_string(task_environment)
-        environ = {**os.environ, **{key: str(value) for key, value in task_environment.items()}}
-        target = kubeclient.controller_target({name: options[name] for name in AUTH_ARG_SPEC}, environ)
+        target, environ = self._controller_target(options)
         if target is not None:
             try:
                 client = kubeclient.connect(*target, environ=environ)
@@ -45,8 +38,7 @@ class ActionModule(ActionBase):
             except kubeclient.KubeReadError:
                 found = None  # the module reads again, and says what is wrong
             if found is not None:
-                now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017
-                update, patch = stack_status.status_update(dict(found.get("status") or {}), options, now,
+                update, patch = stack_status.status_update(dict(found.get("status") or {}), options, stack_status.now(),
                                                            diff=bool(self._play_context.diff))
                 if not patch:
                     return {**result, **update}

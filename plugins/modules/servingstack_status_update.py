@@ -136,7 +136,6 @@ pending:
 """
 
 import copy
-import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -160,8 +159,7 @@ def main() -> None:
     except Exception as error:  # the message names the object, never credentials
         module.fail_json(msg=f"cannot read {where}: {error}")
     current_status = dict(found.get("status") or {})
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (any Python 3)
-    result, patch = stack_status.status_update(current_status, module.params, now, diff=module._diff)
+    result, patch = stack_status.status_update(current_status, module.params, stack_status.now(), diff=module._diff)
     if patch and not module.check_mode:
         try:
             resource.status.patch(body={"status": patch}, name=name, namespace=namespace,

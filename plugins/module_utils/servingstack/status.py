@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import hashlib
 import re
 from typing import Any
@@ -282,6 +283,11 @@ UPDATE_OPTIONS: dict[str, dict[str, Any]] = {
     "gateway_object": {"type": "dict"},
     "gateway_services": {"type": "list", "elements": "dict", "default": []},
 }
+
+
+def now() -> str:
+    """The current time as a condition's ``lastTransitionTime`` (RFC 3339, UTC, seconds)."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (any Python 3)
 
 
 def gateway_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
