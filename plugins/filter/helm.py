@@ -10,6 +10,10 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import releases
 
+# libyaml's loader where PyYAML has it: the CRDs of a teardown's charts are megabytes of YAML, which the pure-Python
+# loader takes seconds to read (about 12x slower, measured on the upstream CRDs).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def helm_release_records(secrets: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Helm release Secrets (as k8s_info returns them) -> one record per release, latest revision."""
@@ -49,7 +53,7 @@ def helm_release_crd_refs(texts: list[str]) -> list[dict[str, Any]]:
     docs: list[Any] = []
     for text in texts or []:
         try:
-            docs.extend(yaml.safe_load_all(text or ""))
+            docs.extend(yaml.load_all(str(text or ""), Loader=_LOADER))
         except yaml.YAMLError as exc:
             raise AnsibleFilterError(f"helm_release_crd_refs: helm output is not YAML: {exc}") from None
     names = releases.crd_names(docs)

@@ -1,6 +1,6 @@
 """The Standard stack end to end on the stand-in: bad input, check mode, a failed install, converge,
-idempotence, a pin bump, a foreign release, teardown. The tests share one cluster and run in order,
-except the CRD-removing teardown, which has a cluster of its own."""
+idempotence, a pin bump, a foreign release and a foreign CRD owner, teardown. The tests share one cluster and run
+in order; test_stack_fresh.py has the Standard-stack tests that need a cluster of their own."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from stack_support import (
     GAIE_CRDS,
     GATEWAY_NS,
-    LEGACY_GATEWAY_NS,
     SITE,
     STATUS,
     TEARDOWN,
@@ -248,7 +247,7 @@ def test_status_follows_the_roles_gateway_settings(cluster):
 
 def test_check_mode_with_diff_shows_a_pin_bump_and_writes_nothing(cluster):
     rv = cluster.api.rv
-    bumped = manifest(versions={"certManager": "v1.21.0", "envoyGateway": "v1.8.4"})
+    bumped = manifest(versions=ADOPTED_VERSIONS)
     result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped), check=True, diff=True)
     assert result.rc == 0, output(result)
     assert result.changed >= 1 and "mp-cert-manager" in result.stdout, output(result)
@@ -257,7 +256,7 @@ def test_check_mode_with_diff_shows_a_pin_bump_and_writes_nothing(cluster):
 
 
 def test_a_pin_bump_upgrades_exactly_that_release(cluster):
-    bumped = manifest(versions={"certManager": "v1.21.0", "envoyGateway": "v1.8.4"})
+    bumped = manifest(versions=ADOPTED_VERSIONS)
     result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped))
     assert result.rc == 0, output(result)
     found = releases(cluster)
@@ -295,6 +294,11 @@ def test_a_failed_upgrade_is_rolled_back_and_a_re_run_converges(cluster):
     assert restored.rc == 0, output(restored)
 
 
+# The pins the next two tests converge: the first moves the stack to them, the second keeps them (and changes only
+# trust-manager's), so that it upgrades no other release.
+ADOPTED_VERSIONS = {"certManager": "v1.21.0", "envoyGateway": "v1.8.4"}
+
+
 def test_a_users_release_of_the_same_chart_is_refused_unless_adopted(cluster):
     cluster_env = cluster.env
     import subprocess
@@ -302,7 +306,7 @@ def test_a_users_release_of_the_same_chart_is_refused_unless_adopted(cluster):
     # The user's own release, with the real helm, of the same (test) chart.
     subprocess.run(["helm", "install", "my-lws", "lws", "--repo", chart_mirror(), "--version", "v0.8.0",
                     "-n", "user-lws", "--create-namespace"], env=cluster_env, check=True, capture_output=True)
-    bumped = manifest(versions={"certManager": "v1.21.0", "envoyGateway": "v1.8.4"})
+    bumped = manifest(versions=ADOPTED_VERSIONS)
     refused = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped))
     assert refused.rc != 0, output(refused)
     assert "user-lws/my-lws" in refused.stdout, output(refused)
@@ -310,6 +314,30 @@ def test_a_users_release_of_the_same_chart_is_refused_unless_adopted(cluster):
     assert adopted.rc == 0, output(adopted)
     subprocess.run(["helm", "uninstall", "my-lws", "-n", "user-lws"], env=cluster_env, check=True,
                    capture_output=True)
+
+
+def test_a_crd_another_release_owns_is_refused_unless_adopted(cluster):
+    """Helm refuses a template over an object another release owns: we say so before helm runs, naming both.
+
+    Adoption is shown on an upgrade: kubernetes.core.helm 6.2.0 passes take_ownership to helm only
+    when the release exists (kubernetes.core PR #1034 adds it to first installs).
+    """
+    crds = cluster.dynamic().resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
+    crds.patch(name="bundles.trust.cert-manager.io", content_type="application/merge-patch+json", body={
+        "metadata": {"annotations": {"meta.helm.sh/release-name": "user-trust",
+                                     "meta.helm.sh/release-namespace": "tools"}}})
+    before = releases(cluster)["mp-trust-manager"]["revision"]
+    older = manifest(versions={**ADOPTED_VERSIONS, "trustManager": "v0.23.0"})
+    refused = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older))
+    assert refused.rc != 0, output(refused)
+    assert ("CustomResourceDefinition bundles.trust.cert-manager.io belongs to Helm release tools/user-trust "
+            "(ours is cert-manager/mp-trust-manager)") in refused.stdout, output(refused)
+    assert releases(cluster)["mp-trust-manager"]["revision"] == before
+    adopted = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older, servingstack_adopt=True))
+    assert adopted.rc == 0, output(adopted)
+    assert releases(cluster)["mp-trust-manager"]["revision"] == before + 1
+    owner = crds.get(name="bundles.trust.cert-manager.io").metadata.annotations
+    assert owner["meta.helm.sh/release-name"] == "mp-trust-manager", owner
 
 
 # One CRD from each chart (crds/ folders and templates) and the InferencePool CRD envoy_gateway applies.
@@ -362,124 +390,3 @@ def test_a_second_teardown_changes_nothing(cluster):
     assert result.rc == 0, output(result)
     assert result.changed == 0, output(result)
     assert cluster.api.rv == rv, result.requests
-
-
-def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(fresh_cluster, tmp_path):
-    cluster = fresh_cluster
-    assert crd_names(cluster) == set(), "the stand-in starts without CRDs"
-    converged = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
-    assert converged.rc == 0, output(converged)
-    installed = crd_names(cluster)
-    assert set(STANDARD_CRDS) <= installed, sorted(set(STANDARD_CRDS) - installed)
-    # A user's CRD that no chart of ours ships stays.
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
-
-    log = tmp_path / "helm.log"
-    remove = stack_vars(cluster, servingstack_remove_crds=True)
-    rv = cluster.api.rv
-    preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env=cluster.helm_spy(log))
-    assert preview.rc == 0, output(preview)
-    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(preview)}"
-    shown = [argv for argv in helm_calls(log) if argv[:2] == ["show", "crds"]]
-    # Check mode reads every installed release's chart (read-only) to preview the deletions.
-    assert len(shown) == len(STANDARD_RELEASES) and all("--version" in argv for argv in shown), shown
-    # Through the chart mirror: charts by name from the test charts' repository.
-    assert {argv[2] for argv in shown} >= {"lws", "cert-manager"} and all("--repo" in argv for argv in shown), shown
-
-    result = cluster.run_playbook(TEARDOWN, extra_vars=remove)
-    assert result.rc == 0, output(result)
-    assert releases(cluster) == {}
-    assert crd_names(cluster) == {"widgets.example.com"}, sorted(crd_names(cluster))
-
-    rv = cluster.api.rv
-    log.unlink()
-    again = cluster.run_playbook(TEARDOWN, extra_vars=remove, env=cluster.helm_spy(log))
-    assert again.rc == 0, output(again)
-    assert again.changed == 0, output(again)
-    assert cluster.api.rv == rv, write_verbs(again)
-    assert helm_calls(log) == [], "a second teardown runs no helm"
-
-
-def test_a_crd_another_release_owns_is_refused_unless_adopted(fresh_cluster):
-    """Helm refuses a template over an object another release owns: we say so before helm runs, naming both.
-
-    Adoption is shown on an upgrade: kubernetes.core.helm 6.2.0 passes take_ownership to helm only
-    when the release exists (kubernetes.core PR #1034 adds it to first installs).
-    """
-    cluster = fresh_cluster
-    assert cluster.run_playbook(SITE, extra_vars=stack_vars(cluster)).rc == 0
-    crds = cluster.dynamic().resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
-    crds.patch(name="bundles.trust.cert-manager.io", content_type="application/merge-patch+json", body={
-        "metadata": {"annotations": {"meta.helm.sh/release-name": "user-trust",
-                                     "meta.helm.sh/release-namespace": "tools"}}})
-    older = manifest(versions={**manifest()["spec"].get("versions", {}), "trustManager": "v0.23.0"})
-    refused = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older))
-    assert refused.rc != 0, output(refused)
-    assert ("CustomResourceDefinition bundles.trust.cert-manager.io belongs to Helm release tools/user-trust "
-            "(ours is cert-manager/mp-trust-manager)") in refused.stdout, output(refused)
-    assert releases(cluster)["mp-trust-manager"]["revision"] == 1
-    adopted = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older, servingstack_adopt=True))
-    assert adopted.rc == 0, output(adopted)
-    assert releases(cluster)["mp-trust-manager"]["revision"] == 2
-    owner = crds.get(name="bundles.trust.cert-manager.io").metadata.annotations
-    assert owner["meta.helm.sh/release-name"] == "mp-trust-manager", owner
-
-
-def test_an_upgrade_moves_the_gateway_to_modelplane_system_without_a_gap(fresh_cluster):
-    """A stack converged by an earlier version (Gateway, EnvoyProxy, serving certificate and client CAs in
-    Envoy Gateway's namespace) ends with one Gateway, in modelplane-system: the new one is Programmed before
-    the old one is deleted, so one of the two serves throughout."""
-    from test_stack_variants import CAS
-
-    cluster = fresh_cluster
-    spec = manifest(gateway={"hostname": "west.inference.example.com", "clientCAs": CAS[:1],
-                             "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]})
-    # What an earlier version made: the role with the Gateway in Envoy Gateway's own namespace.
-    old = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec,
-                                                           envoy_gateway_gateway_namespace=LEGACY_GATEWAY_NS))
-    assert old.rc == 0, output(old)
-    kinds = [("gateway.networking.k8s.io/v1", "Gateway"), ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy"),
-             ("gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy"), ("cert-manager.io/v1", "Certificate")]
-
-    def ours(namespace: str) -> dict[str, list[str]]:
-        found = {kind: sorted(o["metadata"]["name"] for o in listed(cluster, api, kind, namespace))
-                 for api, kind in kinds}
-        found["ConfigMap"] = sorted(c["metadata"]["name"] for c in listed(
-            cluster, "v1", "ConfigMap", namespace, label_selector="app.kubernetes.io/managed-by=modelplane.serving"))
-        found["Secret"] = [name for name in ["mp-gateway-tls"] if get(cluster, "v1", "Secret", name, namespace)]
-        return found
-
-    layout = {"Gateway": ["inference-gateway"], "EnvoyProxy": ["inference-gateway"],
-              "ClientTrafficPolicy": ["inference-gateway-client-cas"], "Certificate": ["mp-gateway-tls"],
-              "ConfigMap": ["inference-gateway-client-cas", f"mp-client-ca-{CAS[0]['name']}"],
-              "Secret": ["mp-gateway-tls"]}
-    assert ours(LEGACY_GATEWAY_NS) == layout
-    assert get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS) is None
-    floor = cluster.api.rv
-
-    upgraded = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec))
-    assert upgraded.rc == 0, output(upgraded)
-    assert [(gw["metadata"]["namespace"], gw["metadata"]["name"])
-            for gw in listed(cluster, "gateway.networking.k8s.io/v1", "Gateway")] == [(GATEWAY_NS, "inference-gateway")]
-    assert ours(GATEWAY_NS) == layout
-    assert ours(LEGACY_GATEWAY_NS) == {kind: [] for kind in layout}
-    assert get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy")["spec"]["parametersRef"]["namespace"] \
-        == GATEWAY_NS
-    # The order, from the stand-in's watch history: the new Gateway Programmed, then the old one deleted.
-    events = [(rv, event, obj) for rv, (group, plural), event, obj, _extra in cluster.api.events
-              if (group, plural) == ("gateway.networking.k8s.io", "gateways") and rv > floor]
-    programmed = [rv for rv, _event, obj in events if obj["metadata"]["namespace"] == GATEWAY_NS and any(
-        c["type"] == "Programmed" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions", []))]
-    deleted = [rv for rv, event, obj in events
-               if event == "DELETED" and obj["metadata"]["namespace"] == LEGACY_GATEWAY_NS]
-    assert programmed and deleted and programmed[0] < deleted[0], events
-    # The status names the new Gateway's address; a second run changes nothing.
-    assert "address: 203.0.113.10" in upgraded.stdout, output(upgraded)
-    again = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec))
-    assert again.rc == 0 and again.changed == 0, output(again)
