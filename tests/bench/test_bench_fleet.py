@@ -4,20 +4,28 @@ playbooks/site.yml converges the fleet with forks=10, fresh and then as a no-op 
 cluster of the fleet, in the same run (workloads ready after READY_AFTER seconds, as in test_bench_stack.py).
 
 Issue 12's targets: a no-op of a fleet of 20 <= 5x one cluster's no-op; a fresh fleet of 20 <= 4x one cluster's
-fresh converge. API requests and helm processes per cluster are printed (run with -s).
+fresh converge. API requests and helm processes per cluster are printed (run with -s), and two floors of the fresh
+fleet, each as a ratio to one cluster's measured fresh converge and to its critical-path floor:
+- the fork floor: kubernetes.core.helm refuses async, so every helm --wait holds one of the `forks` workers for the
+  readiness delay; the fleet's helm waits (clusters x the plan's releases x READY_AFTER) / forks is a floor for any
+  schedule of this playbook, however little CPU it uses;
+- the CPU floor: the CPU one cluster's fresh converge used (Ansible, modules, helm and its stand-in API server)
+  x clusters / this machine's cores.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from stack_support import SITE, UPSTREAM, fleet_of, fleet_vars, helm_processes, releases
+from stack_support import EXAMPLE, SITE, UPSTREAM, fleet_of, fleet_vars, helm_processes, releases
 
 pytestmark = [
     pytest.mark.bench,
@@ -39,13 +47,37 @@ NOOP_TARGET = 5.0
 FRESH_TARGET = 4.0
 
 
+def cpu_seconds() -> float:
+    """CPU used so far by this process (the stand-ins are threads of it) and its waited-for children (Ansible,
+    its modules, helm)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def converge(management, workloads, inventory, hosts: str, spy: dict[str, str]):
-    """(seconds, result) of site.yml over the inventory's hosts matching ``hosts``."""
-    start = time.perf_counter()
+    """(seconds, CPU seconds, result) of site.yml over the inventory's hosts matching ``hosts``."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     result = management.run_playbook(SITE, inventory=inventory, forks=FORKS, env=spy, timeout=3600,
                                      extra_vars={**fleet_vars(next(iter(workloads.values()))),
                                                  "servingstack_hosts": hosts})
-    return time.perf_counter() - start, result
+    return time.perf_counter() - start, cpu_seconds() - cpu, result
+
+
+def fresh_floors(one_fresh_s: float, one_fresh_cpu: float) -> str:
+    """The fork and CPU floors of the fresh fleet (see the module's docstring), said as ratios."""
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, schedule, spec
+
+    stack_plan = plan.build_plan(spec.validate(yaml.safe_load(EXAMPLE.read_text())).manifest["spec"])
+    waits = sum(schedule.weight(entry) for entry in stack_plan)
+    fork_floor = FLEET_SIZE * waits * READY_AFTER / FORKS
+    path_floor = schedule.critical_path(stack_plan) * READY_AFTER
+    cores = os.cpu_count() or 1
+    cpu_floor = FLEET_SIZE * one_fresh_cpu / cores
+    return (f"fresh fleet floors: forks {FLEET_SIZE} x {waits} helm waits x {READY_AFTER:g}s / {FORKS} = "
+            f"{fork_floor:.0f}s ({fork_floor / one_fresh_s:.2f}x one cluster's fresh converge, "
+            f"{fork_floor / path_floor:.2f}x its critical path of {path_floor:.0f}s); "
+            f"CPU {FLEET_SIZE} x {one_fresh_cpu:.0f}s / {cores} cores = {cpu_floor:.0f}s "
+            f"({cpu_floor / one_fresh_s:.2f}x one cluster's fresh converge)")
 
 
 def test_bench_fleet(tmp_path_factory):
@@ -60,20 +92,23 @@ def test_bench_fleet(tmp_path_factory):
             for run in ("fresh", "no-op"):
                 before_helm = helm_processes(spy_log)
                 before_requests = {name: workloads[name].stats()["total"] for name in names}
-                seconds, result = converge(management, workloads, inventory, hosts, spy)
+                seconds, cpu, result = converge(management, workloads, inventory, hosts, spy)
                 assert result.rc == 0, result.stdout[-4000:]
                 if run == "no-op":
                     assert result.changed == 0, result.stdout[-4000:]
                 clusters = 1 if label == "one" else FLEET_SIZE
                 requests = sum(workloads[name].stats()["total"] - before_requests[name] for name in names)
                 measured[label, run] = seconds
+                measured[label, run, "cpu"] = cpu
                 print(f"\n{label} ({clusters} cluster{'s' if clusters > 1 else ''}) {run}: {seconds:.1f}s, "
                       f"{requests / clusters:.0f} API requests and "
-                      f"{(helm_processes(spy_log) - before_helm) / clusters:.1f} helm processes per cluster")
+                      f"{(helm_processes(spy_log) - before_helm) / clusters:.1f} helm processes per cluster, "
+                      f"{cpu / clusters:.1f}s of CPU per cluster")
         assert all(len(releases(workloads[name])) == 9 for name in names)
     noop_ratio = measured["fleet", "no-op"] / measured["one", "no-op"]
     fresh_ratio = measured["fleet", "fresh"] / measured["one", "fresh"]
     print(f"fleet of {FLEET_SIZE} with forks={FORKS} vs one cluster: no-op {noop_ratio:.2f}x "
           f"(target <= {NOOP_TARGET}x), fresh {fresh_ratio:.2f}x (target <= {FRESH_TARGET}x)")
+    print(fresh_floors(measured["one", "fresh"], measured["one", "fresh", "cpu"]))
     assert noop_ratio <= NOOP_TARGET
     assert fresh_ratio <= FRESH_TARGET
