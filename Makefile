@@ -33,7 +33,7 @@ venv: $(STAMP) ## Create .venv with every dependency, the collections, and real 
 plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print its install plan.
 	$(BIN)/ansible-playbook playbooks/plan.yml -e servingstack_src=$(abspath $(SPEC))
 
-# Two workers (this project's CI has 2 cores); --dist loadfile keeps each test module's ordered,
+# Two workers (this project's CI has 2 cores; three measured no faster: the suite is CPU-bound); --dist loadfile keeps each test module's ordered,
 # shared-cluster tests on one worker. Benchmarks run afterwards, alone, so their ratios are not
 # skewed by the other worker. pyproject.toml's testpaths cover tests/ (the collection's tests) and testing/
 # (the test charts' and the API stand-in's self-tests).
