@@ -25,14 +25,3 @@ init_plugin_loader([str(COLLECTIONS)])
 if str(REPO / "testing") not in sys.path:
     sys.path.insert(0, str(REPO / "testing"))
 from standin.fixtures import cluster, fresh_cluster, run_playbook  # noqa: E402, F401  # pylint: disable=unused-import
-
-
-def pytest_collection_modifyitems(items: list) -> None:
-    """Run the test files that have a slow test first, each file's tests together and in their order.
-
-    `make test` hands whole files to its two workers (--dist loadfile). Files given out longest first leave the short
-    unit-test files for the end, where they even out the two workers' finishing times; in collection order a long
-    playbook file handed out last kept one worker busy minutes after the other ran out of work.
-    """
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)

@@ -33,7 +33,17 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from stack_support import EXAMPLE, SITE, UPSTREAM, chart_mirror, get, helm_processes, releases, stack_vars, write_verbs
+from stack_support import (
+    SITE,
+    UPSTREAM,
+    chart_mirror,
+    example_plan,
+    get,
+    helm_processes,
+    releases,
+    stack_vars,
+    write_verbs,
+)
 from standin.fixtures import running_cluster
 
 pytestmark = [
@@ -142,9 +152,9 @@ def pair(ours_s: float, converged: Any, baseline_s: float, based: Any) -> dict:
 
 
 def test_bench_standard_stack(tmp_path_factory):
-    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, schedule, spec
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schedule
 
-    stack_plan = plan.build_plan(spec.validate(yaml.safe_load(EXAMPLE.read_text())).manifest["spec"])
+    stack_plan = example_plan()
     workdir = tmp_path_factory.mktemp("bench")
     floor_play = workdir / "floor.yml"
     floor_play.write_text(yaml.safe_dump([{"name": "Floor", "hosts": "localhost", "connection": "local",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,23 @@ GAIE_CRDS = ("inferencepools.inference.networking.k8s.io", "inferencepools.infer
              "inferenceobjectives.inference.networking.x-k8s.io")
 GAIE_CRD_FILES = [GAIE / f"{crd.split('.', 1)[1]}_{crd.split('.', 1)[0]}.yaml" for crd in GAIE_CRDS]
 HELM_SECRET_TYPE = "helm.sh/release.v1"
+# The Standard stack (the example): its Helm releases, and one CRD from each chart (crds/ folders and templates) with
+# the InferencePool CRDs envoy_gateway applies.
+STANDARD_RELEASES = {
+    "mp-cert-manager", "mp-trust-manager", "mp-node-feature-discovery", "mp-dra-driver-nvidia-gpu",
+    "mp-gateway-helm", "mp-ai-gateway-crds-helm", "mp-ai-gateway-helm", "mp-lws", "mp-kube-prometheus-stack",
+}
+STANDARD_CRDS = (
+    "certificates.cert-manager.io",  # cert-manager: templates (crds.enabled)
+    "bundles.trust.cert-manager.io",  # trust-manager
+    "nodefeatures.nfd.k8s-sigs.io",  # node-feature-discovery: crds/
+    "computedomains.resource.nvidia.com",  # dra-driver-nvidia-gpu: crds/
+    "envoyproxies.gateway.envoyproxy.io",  # gateway-helm: crds/ (Envoy Gateway)
+    "gateways.gateway.networking.k8s.io",  # gateway-helm: crds/ (Gateway API)
+    "leaderworkersets.leaderworkerset.x-k8s.io",  # lws: crds/
+    "servicemonitors.monitoring.coreos.com",  # kube-prometheus-stack: crds/
+    *GAIE_CRDS,  # applied by envoy_gateway
+)
 # Where the inference Gateway lives (Modelplane's HTTPRoutes name it there), and where it used to.
 GATEWAY_NS = "modelplane-system"
 LEGACY_GATEWAY_NS = "envoy-gateway-system"
@@ -152,6 +170,22 @@ def fleet_vars(workload: Any) -> dict[str, Any]:
             if key not in ("servingstack_definition", "servingstack_kubeconfig")}
 
 
+def helm_calls(log: Path) -> list[list[str]]:
+    """The arguments of every helm process the spy (ClusterHandle.helm_spy) logged to ``log``."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
 def helm_processes(log: Path) -> int:
     """How many helm processes the spy (ClusterHandle.helm_spy) logged to ``log``."""
-    return len(log.read_text().splitlines()) if log.exists() else 0
+    return len(helm_calls(log))
+
+
+def crd_names(cluster: Any) -> set[str]:
+    return {crd["metadata"]["name"] for crd in listed(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition")}
+
+
+def example_plan() -> list[dict[str, Any]]:
+    """The install plan of the example ServingStack (the Standard stack), as servingstack_spec makes it."""
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, spec
+
+    return plan.build_plan(spec.validate(yaml.safe_load(EXAMPLE.read_text())).manifest["spec"])

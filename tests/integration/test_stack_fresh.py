@@ -11,9 +11,13 @@ from stack_support import (
     GATEWAY_NS,
     LEGACY_GATEWAY_NS,
     SITE,
+    STANDARD_CRDS,
+    STANDARD_RELEASES,
     TEARDOWN,
     UPSTREAM,
+    crd_names,
     get,
+    helm_calls,
     listed,
     manifest,
     output,
@@ -21,7 +25,6 @@ from stack_support import (
     stack_vars,
     write_verbs,
 )
-from test_stack_standard import STANDARD_CRDS, STANDARD_RELEASES, crd_names, helm_calls
 
 pytestmark = [
     pytest.mark.playbook,

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 from stack_support import (
     GAIE_CRDS,
     GATEWAY_NS,
     SITE,
+    STANDARD_CRDS,
+    STANDARD_RELEASES,
     STATUS,
     TEARDOWN,
     UPSTREAM,
     chart_mirror,
+    crd_names,
     get,
+    helm_calls,
     listed,
     manifest,
     output,
@@ -31,11 +34,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
 ]
-
-STANDARD_RELEASES = {
-    "mp-cert-manager", "mp-trust-manager", "mp-node-feature-discovery", "mp-dra-driver-nvidia-gpu",
-    "mp-gateway-helm", "mp-ai-gateway-crds-helm", "mp-ai-gateway-helm", "mp-lws", "mp-kube-prometheus-stack",
-}
 
 
 def test_a_bad_spec_fails_before_any_cluster_call(cluster):
@@ -338,29 +336,6 @@ def test_a_crd_another_release_owns_is_refused_unless_adopted(cluster):
     assert releases(cluster)["mp-trust-manager"]["revision"] == before + 1
     owner = crds.get(name="bundles.trust.cert-manager.io").metadata.annotations
     assert owner["meta.helm.sh/release-name"] == "mp-trust-manager", owner
-
-
-# One CRD from each chart (crds/ folders and templates) and the InferencePool CRD envoy_gateway applies.
-STANDARD_CRDS = (
-    "certificates.cert-manager.io",  # cert-manager: templates (crds.enabled)
-    "bundles.trust.cert-manager.io",  # trust-manager
-    "nodefeatures.nfd.k8s-sigs.io",  # node-feature-discovery: crds/
-    "computedomains.resource.nvidia.com",  # dra-driver-nvidia-gpu: crds/
-    "envoyproxies.gateway.envoyproxy.io",  # gateway-helm: crds/ (Envoy Gateway)
-    "gateways.gateway.networking.k8s.io",  # gateway-helm: crds/ (Gateway API)
-    "leaderworkersets.leaderworkerset.x-k8s.io",  # lws: crds/
-    "servicemonitors.monitoring.coreos.com",  # kube-prometheus-stack: crds/
-    *GAIE_CRDS,  # applied by envoy_gateway
-)
-
-
-def crd_names(cluster) -> set[str]:
-    return {crd["metadata"]["name"] for crd in listed(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition")}
-
-
-def helm_calls(log: Path) -> list[list[str]]:
-    """The arguments of every helm process a run started (ClusterHandle.helm_spy)."""
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def test_teardown_leaves_no_release_or_object_of_ours(cluster, tmp_path):
