@@ -1,12 +1,26 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Filters that report on a fleet: one status summary per ServingStack (status.yml), failures on one line."""
+"""Filters for a fleet: which hosts are its clusters, one status summary per ServingStack (status.yml), failures on
+one line."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
+
+# The group the modelplane.serving.servingstacks inventory puts every ServingStack in, and the group of the lane hosts
+# site.yml adds (roles/servingstack/tasks/handoff.yml), which are never clusters.
+FLEET_GROUP = "servingstacks"
+LANES_GROUP = "servingstack_lanes"
+
+
+def servingstack_cluster_hosts(groups: Mapping[str, Any], pattern: str | None = None) -> str:
+    """The host pattern of the clusters a playbook converges: ``pattern`` (-e servingstack_hosts) if given, else every
+    ServingStack of the inventory plugin, else localhost (one spec); never a lane host of an earlier play."""
+    chosen = pattern or (FLEET_GROUP if FLEET_GROUP in groups else "localhost")
+    return f"{chosen}:!{LANES_GROUP}" if LANES_GROUP in groups else chosen
 
 
 def servingstack_status_summary(gateway_status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None = None,
@@ -28,6 +42,7 @@ def servingstack_task_error(message: Any) -> str:
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
+            "servingstack_cluster_hosts": servingstack_cluster_hosts,
             "servingstack_status_summary": servingstack_status_summary,
             "servingstack_status_lines": servingstack_status_lines,
             "servingstack_task_error": servingstack_task_error,

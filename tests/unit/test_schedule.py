@@ -121,6 +121,22 @@ def test_site_has_a_stage_play_for_every_stage_any_plan_can_have():
     assert all(play.get("strategy") == "free" for play in plays if "servingstack_stage_" in str(play["hosts"]))
 
 
+def test_the_cluster_plays_run_on_the_chosen_servingstacks_never_on_lane_hosts():
+    from ansible_collections.modelplane.serving.plugins.filter.fleet import servingstack_cluster_hosts
+
+    assert servingstack_cluster_hosts({"all": [], "ungrouped": []}) == "localhost"
+    assert servingstack_cluster_hosts({"all": [], "servingstacks": ["a/b"]}) == "servingstacks"
+    assert servingstack_cluster_hosts({"servingstacks": ["a/b"]}, "region_east") == "region_east"
+    # Once site.yml's first play has put lanes on hosts of their own, its last play leaves them out.
+    lanes = {"servingstacks": ["a/b"], "servingstack_lanes": ["a/b/1"]}
+    assert servingstack_cluster_hosts(lanes) == "servingstacks:!servingstack_lanes"
+    assert servingstack_cluster_hosts(lanes, "all") == "all:!servingstack_lanes"
+    # Every playbook that converges, tears down or reports on clusters picks them with it.
+    for playbook in ("site.yml", "teardown.yml", "status.yml"):
+        first = yaml.safe_load((SITE.parent / playbook).read_text())[0]
+        assert "modelplane.serving.servingstack_cluster_hosts(" in first["hosts"], playbook
+
+
 @st.composite
 def random_plans(draw) -> list[dict]:
     count = draw(st.integers(min_value=1, max_value=8))
