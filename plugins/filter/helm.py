@@ -42,6 +42,12 @@ def helm_release_crd_conflicts(entries: list[dict[str, Any]], crds: list[dict[st
     return releases.crd_conflicts(entries or [], crds or [])
 
 
+def helm_release_refusals(helm_version: str, binary: str, conflicts: list[str], crd_conflicts: list[str],
+                          adopt: bool = False) -> list[str]:
+    """Why these releases must not reach helm (an unsupported helm, what is not ours to take over), one line each."""
+    return releases.refusals(helm_version, binary, conflicts or [], crd_conflicts or [], bool(adopt))
+
+
 def helm_release_show_crds(records: list[dict[str, Any]], entries: list[dict[str, Any]],
                            binary: str = "helm") -> list[dict[str, Any]]:
     """``[{name, argv}]``: the ``helm show crds`` command for each of our installed releases."""
@@ -68,6 +74,7 @@ class FilterModule:
         return {
             "helm_release_records": helm_release_records,
             "helm_release_changes": helm_release_changes,
+            "helm_release_refusals": helm_release_refusals,
             "servingstack_chart_values": servingstack_chart_values,
             "helm_release_crd_conflicts": helm_release_crd_conflicts,
             "helm_release_show_crds": helm_release_show_crds,

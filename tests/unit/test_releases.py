@@ -258,3 +258,36 @@ def test_values_for_what_is_not_a_chart_are_refused_by_name(own, extra, message)
     with pytest.raises(releases.ValuesError) as raised:
         releases.chart_values(own, extra, GROVE_KAI, "roles/grove_kai/templates/values.yaml.j2")
     assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(("printed", "semver"), [
+    ("v3.17.2+gcc0ef0b", (3, 17, 2)), ("v4.1.4", (4, 1, 4)), ("3.18.0", (3, 18, 0)), (" v3.17.0\n", (3, 17, 0)),
+    ("v2.16.1+ge13bc94", (2, 16, 1)), ("unknown", None), ("", None), (None, None), ("v3.17", None),
+])
+def test_the_helm_version_is_read_from_what_helm_version_short_prints(printed, semver):
+    assert releases.helm_semver(printed) == semver
+
+
+@pytest.mark.parametrize("printed", ["v3.17.0+g1", "v3.18.4", "v4.0.0", "v4.3.1+gabc"])
+def test_helm_3_17_and_newer_and_helm_4_are_not_refused(printed):
+    assert releases.refusals(printed, "helm", [], [], False) == []
+
+
+@pytest.mark.parametrize("printed", ["v3.16.4+g1", "v3.12.3+g3a31588", "v2.17.0", "v5.0.0", "garbage", ""])
+def test_an_older_newer_or_unknown_helm_is_refused_naming_it_and_the_binary(printed):
+    [refusal] = releases.refusals(printed, "/opt/helm", [], [], False)
+    assert refusal == (f"helm {printed or '(no version)'} (/opt/helm): modelplane.serving needs helm 3.17 or newer, "
+                       "or helm 4; install one of those (or point helm_release_binary at it).")
+
+
+def test_releases_and_crds_of_another_release_are_refused_unless_adopted():
+    crd_line = ("CustomResourceDefinition bundles.trust.cert-manager.io belongs to Helm release tools/user-trust "
+                "(ours is cert-manager/mp-trust-manager)")
+    found = releases.refusals("v3.17.2", "helm", ["user-lws/my-lws", "x/y"], [crd_line], False)
+    assert len(found) == 2
+    assert found[0].startswith("existing Helm releases user-lws/my-lws, x/y install the same chart as this stack.")
+    assert found[1].startswith(crd_line + ". Helm will not install our templates over them: set servingstack_adopt")
+    assert releases.refusals("v3.17.2", "helm", ["user-lws/my-lws"], [crd_line], True) == []
+    # Adopting never lets an unsupported helm through, and every refusal is said at once.
+    assert len(releases.refusals("v3.12.3", "helm", ["a/b"], [crd_line], True)) == 1
+    assert len(releases.refusals("v3.12.3", "helm", ["a/b"], [crd_line], False)) == 3

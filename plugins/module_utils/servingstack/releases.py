@@ -203,6 +203,41 @@ def crd_conflicts(releases: list[dict[str, Any]], crds: list[dict[str, Any]]) ->
     return lines
 
 
+# kubernetes.core.helm 6.6 drives helm 3 and helm 4; take_ownership (adopting) needs helm 3.17.
+HELM_SUPPORTED = ((3, 17, 0), (5, 0, 0))
+
+
+def helm_semver(version: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of what ``helm version --short`` prints (``v3.17.2+gcc0ef0b``), None when it is not one."""
+    found = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", str(version or "").strip())
+    return (int(found.group(1)), int(found.group(2)), int(found.group(3))) if found else None
+
+
+def refusals(helm_version: str, binary: str, conflicts: list[str], crd_conflicts_: list[str],
+             adopt: bool) -> list[str]:
+    """Why these releases must not reach helm, one sentence each; none when they may.
+
+    A helm this collection does not work with (older than 3.17, not helm 3 or 4, or not saying its version);
+    unless adopting, another release of one of their charts (``conflicts``: its namespace/name) or CRDs of their
+    charts that another release owns (``crd_conflicts_``: crd_conflicts's lines).
+    """
+    found: list[str] = []
+    semver = helm_semver(helm_version)
+    if semver is None or not HELM_SUPPORTED[0] <= semver < HELM_SUPPORTED[1]:
+        found.append(f"helm {str(helm_version or '').strip() or '(no version)'} ({binary}): modelplane.serving needs "
+                     "helm 3.17 or newer, or helm 4; install one of those (or point helm_release_binary at it).")
+    if conflicts and not adopt:
+        found.append(f"existing Helm releases {', '.join(conflicts)} install the same chart as this stack. Remove "
+                     "them, or set servingstack_adopt (helm_release_adopt) to true to install ours next to them and "
+                     "take ownership of their objects.")
+    if crd_conflicts_ and not adopt:
+        found.append(f"{'; '.join(crd_conflicts_)}. Helm will not install our templates over them: set "
+                     "servingstack_adopt (helm_release_adopt) to true to take them over, or remove the other "
+                     "release's meta.helm.sh ownership annotations from them (do not delete them: that deletes every "
+                     "object of their kinds).")
+    return found
+
+
 def source_flags(source: dict[str, Any]) -> list[str]:
     """helm CLI flags for a chart mirror's TLS settings (a release's ``chart_source``; credentials go by login)."""
     flags = [f"--ca-file={source['ca_file']}"] if source.get("ca_file") else []
