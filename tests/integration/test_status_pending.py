@@ -57,7 +57,8 @@ def report(cluster, tmp_path) -> dict:
         "servingstack_spec": {"gateway": {}},
         "servingstack_manifest": {"metadata": {"generation": 1}},
         "servingstack_plan": [{"name": "envoy_gateway", "version": "v1.8.4"}],
-        "envoy_gateway_status_names": {"gateway_name": "inference-gateway", "gateway_namespace": NS},
+        # The Gateway of an earlier version, in Envoy Gateway's namespace, as a play would set it.
+        "envoy_gateway_gateway_namespace": NS,
     })
     assert result.rc == 0, result.stdout[-4000:] + result.stderr[-2000:]
     live = get(cluster, API, "ServingStack", "west-gke-stack", "platform")

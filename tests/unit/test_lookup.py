@@ -63,6 +63,16 @@ def test_status_lookup_defaults_match_the_names_the_roles_use():
     assert options["ca_configmap_namespace"]["default"] == trust_manager["trust_manager_target_namespace"]
     assert options["ca_name"]["default"] == status.CA_NAME
     assert options["ca_secret_namespace"]["default"] == status.CA_SECRET_NAMESPACE
+    # envoy_gateway_ca_namespace's default: trust-manager's namespace in the components table.
+    assert options["ca_secret_namespace"]["default"] == component("trust_manager")[0]["namespace"]
+    # The servingstack role gives the lookup only what a play sets (servingstack_status_names): these defaults
+    # stand for the roles' own.
+    names = yaml.safe_load((roles / "servingstack" / "vars" / "main.yml").read_text())["servingstack_status_names"]
+    for option, variable in {"gateway_name": "envoy_gateway_gateway_name",
+                             "gateway_namespace": "envoy_gateway_gateway_namespace", "ca_name": "envoy_gateway_ca_name",
+                             "ca_secret_namespace": "envoy_gateway_ca_namespace",
+                             "ca_configmap_namespace": "trust_manager_target_namespace"}.items():
+        assert f"'{option}': {variable} | default(none)" in names, option
     assert options["ca_configmap_namespace"]["default"] == status.CA_CONFIGMAP_NAMESPACE
 
 
