@@ -616,8 +616,8 @@ def test_a_component_role_holds_only_known_parts(role):
     held = {str(path.relative_to(ROLES / role)) for path in (ROLES / role).rglob("*") if path.is_file()}
     extra_templates = {name for name in held if name.startswith("templates/")} - MAY_HOLD
     extra_tasks = {name for name in held if name.startswith("tasks/")} - MAY_HOLD
-    # envoy_gateway's tasks are split (prune, legacy, status_names), and so is trust_manager's status entry point.
-    assert extra_tasks <= {"tasks/prune.yml", "tasks/legacy.yml", "tasks/status_names.yml"}, role
+    # envoy_gateway's tasks are split (prune, legacy).
+    assert extra_tasks <= {"tasks/prune.yml", "tasks/legacy.yml"}, role
     assert held - MAY_HOLD - extra_templates - extra_tasks == set(), role
 
 
