@@ -73,7 +73,7 @@ class ClusterHandle:
         # The kubernetes client caches API discovery in the temporary directory, by server URL. A stand-in's port is
         # reused by later stand-ins (a real cluster's address is not): one temporary directory per stand-in keeps a
         # cache of another stand-in's kinds from claiming kinds this one does not serve.
-        tmp = workdir / "tmp"
+        tmp = workdir / "client-tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         self.env: dict[str, str] = {
             **os.environ,
