@@ -83,6 +83,16 @@ def decode_release(secret: dict[str, Any]) -> dict[str, Any] | None:
         return None
 
 
+def _release_summary(secret: dict[str, Any]) -> dict[str, Any] | None:
+    """{name, namespace, chart, config} of a release Secret, or None when it holds no chart."""
+    release = decode_release(secret)
+    chart = ((release or {}).get("chart") or {}).get("metadata", {}).get("name")
+    if not chart:
+        return None
+    return {"name": release.get("name"), "namespace": secret["metadata"]["namespace"],
+            "chart": chart, "config": release.get("config") or {}}
+
+
 def _condition(kind: str, status: str, reason: str, message: str, generation: int | None = None,
                old: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     previous = next((c for c in old or [] if c.get("type") == kind), None)
@@ -234,6 +244,9 @@ class Controllers:
         self._pod_due: dict[str, float] = {}
         # kind -> controller uid -> children, listed once per automatic pass (None outside a pass).
         self._children: dict[str, dict[str, list[dict[str, Any]]]] | None = None
+        # (uid, resourceVersion) of a release Secret -> its summary: a pass asks for the releases several times,
+        # and decoding a large chart's release (base64, gzip, JSON) each time was most of the stand-in's CPU.
+        self._release_summaries: dict[tuple[str, str], dict[str, Any] | None] = {}
         if automatic:
             cluster.hooks.append(self._on_event)
             self._thread = threading.Thread(target=self._loop, name="standin-controllers", daemon=True)
@@ -352,16 +365,15 @@ class Controllers:
     def releases(self) -> list[dict[str, Any]]:
         """Deployed Helm releases: [{name, namespace, chart}] from release Secrets."""
         rt = self.cluster.type_for("", "v1", "secrets")
-        out = []
+        summaries: dict[tuple[str, str], dict[str, Any] | None] = {}
         for secret in self.cluster.list(rt, None, "owner=helm,status=deployed")["items"]:
             if secret.get("type") != "helm.sh/release.v1":
                 continue
-            release = decode_release(secret)
-            chart = ((release or {}).get("chart") or {}).get("metadata", {}).get("name")
-            if chart:
-                out.append({"name": release.get("name"), "namespace": secret["metadata"]["namespace"],
-                            "chart": chart, "config": release.get("config") or {}})
-        return out
+            key = (secret["metadata"]["uid"], secret["metadata"]["resourceVersion"])
+            summaries[key] = (self._release_summaries[key] if key in self._release_summaries
+                              else _release_summary(secret))
+        self._release_summaries = summaries  # only the Secrets listed now: deleted or replaced ones go
+        return [summary for summary in summaries.values() if summary]
 
     def installed(self, chart: str) -> dict[str, Any] | None:
         return next((r for r in self.releases() if r["chart"] == chart), None)
