@@ -1,6 +1,7 @@
 """The converge record on the stand-in: a re-run with nothing changed skips the components, and a change the record
 can see (a deleted or edited object, a release upgraded outside the collection, another setting) makes the
-components converge again. The tests share one cluster and run in order."""
+components converge again; teardown drops the record and every release and object of ours, but no CRD. The tests
+share one cluster and run in order."""
 
 from __future__ import annotations
 
@@ -10,7 +11,21 @@ import re
 import subprocess
 
 import pytest
-from stack_support import GATEWAY_NS, SITE, TEARDOWN, UPSTREAM, get, output, releases, stack_vars, write_verbs
+from stack_support import (
+    GATEWAY_NS,
+    SITE,
+    STANDARD_CRDS,
+    TEARDOWN,
+    UPSTREAM,
+    crd_names,
+    get,
+    helm_calls,
+    listed,
+    output,
+    releases,
+    stack_vars,
+    write_verbs,
+)
 
 pytestmark = [
     pytest.mark.playbook,
@@ -153,7 +168,22 @@ def test_without_skip_unchanged_every_release_and_object_is_compared(cluster):
     assert skipped(again), output(again)
 
 
-def test_teardown_drops_the_record(cluster):
-    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster))
+def test_teardown_drops_the_record_and_leaves_no_release_or_object_of_ours(cluster, tmp_path):
+    log = tmp_path / "helm.log"
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster), env=cluster.helm_spy(log))
     assert result.rc == 0, output(result)
     assert kept(cluster) is None and releases(cluster) == {}, output(result)
+    # Without servingstack_remove_crds no chart is even asked for its CRDs.
+    assert [argv for argv in helm_calls(log) if argv[:1] == ["show"]] == [], helm_calls(log)
+    # The CRDs stay (deleting them would delete users' objects), so these lists see the objects themselves.
+    assert set(STANDARD_CRDS) <= crd_names(cluster), sorted(set(STANDARD_CRDS) - crd_names(cluster))
+    assert get(cluster, *GATEWAY) is None
+    assert get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy") is None
+    assert listed(cluster, "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy") == []
+    assert listed(cluster, "trust.cert-manager.io/v1alpha1", "Bundle") == []
+    assert listed(cluster, "cert-manager.io/v1", "Certificate") == []
+    assert listed(cluster, "cert-manager.io/v1", "Issuer") == []
+    # The control plane's namespace is never deleted (it may hold the ServingStack itself); only
+    # the CA ConfigMap trust-manager wrote there goes.
+    assert get(cluster, "v1", "Namespace", "modelplane-system") is not None
+    assert get(cluster, "v1", "ConfigMap", "mp-gateway-ca", "modelplane-system") is None

@@ -1,29 +1,20 @@
-"""Standard-stack tests that each need a stand-in of their own (fresh_cluster), apart from test_stack_standard.py's
-shared one, so that the two test workers can share them out: teardown with servingstack_remove_crds, and the upgrade
-that moves the Gateway to modelplane-system."""
+"""Standard-stack tests that need a stand-in of their own (fresh_cluster), apart from test_stack_standard.py's
+shared one, so that the two test workers can share them out: the upgrade that moves the Gateway to
+modelplane-system."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 from stack_support import (
     GATEWAY_NS,
     LEGACY_GATEWAY_NS,
     SITE,
-    STANDARD_CRDS,
-    STANDARD_RELEASES,
-    TEARDOWN,
     UPSTREAM,
-    crd_names,
     get,
-    helm_calls,
     listed,
     manifest,
     output,
-    releases,
     stack_vars,
-    write_verbs,
 )
 
 pytestmark = [
@@ -31,48 +22,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
 ]
-
-
-def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(fresh_cluster, tmp_path):
-    cluster = fresh_cluster
-    assert crd_names(cluster) == set(), "the stand-in starts without CRDs"
-    converged = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
-    assert converged.rc == 0, output(converged)
-    installed = crd_names(cluster)
-    assert set(STANDARD_CRDS) <= installed, sorted(set(STANDARD_CRDS) - installed)
-    # A user's CRD that no chart of ours ships stays.
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
-
-    log = tmp_path / "helm.log"
-    remove = stack_vars(cluster, servingstack_remove_crds=True)
-    rv = cluster.api.rv
-    preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env=cluster.helm_spy(log))
-    assert preview.rc == 0, output(preview)
-    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(preview)}"
-    shown = [argv for argv in helm_calls(log) if argv[:2] == ["show", "crds"]]
-    # Check mode reads every installed release's chart (read-only) to preview the deletions.
-    assert len(shown) == len(STANDARD_RELEASES) and all("--version" in argv for argv in shown), shown
-    # Through the chart mirror: charts by name from the test charts' repository.
-    assert {argv[2] for argv in shown} >= {"lws", "cert-manager"} and all("--repo" in argv for argv in shown), shown
-
-    result = cluster.run_playbook(TEARDOWN, extra_vars=remove)
-    assert result.rc == 0, output(result)
-    assert releases(cluster) == {}
-    assert crd_names(cluster) == {"widgets.example.com"}, sorted(crd_names(cluster))
-
-    rv = cluster.api.rv
-    log.unlink()
-    again = cluster.run_playbook(TEARDOWN, extra_vars=remove, env=cluster.helm_spy(log))
-    assert again.rc == 0, output(again)
-    assert again.changed == 0, output(again)
-    assert cluster.api.rv == rv, write_verbs(again)
-    assert helm_calls(log) == [], "a second teardown runs no helm"
 
 
 def test_an_upgrade_moves_the_gateway_to_modelplane_system_without_a_gap(fresh_cluster):

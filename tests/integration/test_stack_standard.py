@@ -1,6 +1,7 @@
 """The Standard stack end to end on the stand-in: bad input, check mode, a failed install, converge,
-idempotence, a pin bump, a foreign release and a foreign CRD owner, teardown. The tests share one cluster and run
-in order; test_stack_fresh.py has the Standard-stack tests that need a cluster of their own."""
+idempotence, a pin bump, a foreign release and a foreign CRD owner, teardown with servingstack_remove_crds. The
+tests share one cluster and run in order; test_stack_fresh.py has the Standard-stack tests that need a cluster of
+their own."""
 
 from __future__ import annotations
 
@@ -338,30 +339,45 @@ def test_a_crd_another_release_owns_is_refused_unless_adopted(cluster):
     assert owner["meta.helm.sh/release-name"] == "mp-trust-manager", owner
 
 
-def test_teardown_leaves_no_release_or_object_of_ours(cluster, tmp_path):
+def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(cluster, tmp_path):
+    """The last teardown of this cluster removes our CRDs too (test_converge_record.py tears down without them)."""
+    # A user's CRD that no chart of ours ships stays.
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
+    installed = crd_names(cluster)
+    assert set(STANDARD_CRDS) <= installed, sorted(set(STANDARD_CRDS) - installed)
+
     log = tmp_path / "helm.log"
-    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster), env=cluster.helm_spy(log))
-    assert result.rc == 0, output(result)
-    # Without servingstack_remove_crds no chart is even asked for its CRDs.
-    assert [argv for argv in helm_calls(log) if argv[:1] == ["show"]] == [], helm_calls(log)
-    assert releases(cluster) == {}
-    assert get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS) is None
-    assert get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy") is None
-    assert listed(cluster, "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy") == []
-    assert listed(cluster, "trust.cert-manager.io/v1alpha1", "Bundle") == []
-    assert listed(cluster, "cert-manager.io/v1", "Certificate") == []
-    assert listed(cluster, "cert-manager.io/v1", "Issuer") == []
-    # The control plane's namespace is never deleted (it may hold the ServingStack itself); only
-    # the CA ConfigMap trust-manager wrote there goes.
-    assert get(cluster, "v1", "Namespace", "modelplane-system") is not None
-    assert get(cluster, "v1", "ConfigMap", "mp-gateway-ca", "modelplane-system") is None
-    # CRDs stay unless servingstack_remove_crds: deleting them would delete users' objects.
-    assert set(STANDARD_CRDS) <= crd_names(cluster), sorted(set(STANDARD_CRDS) - crd_names(cluster))
-
-
-def test_a_second_teardown_changes_nothing(cluster):
+    remove = stack_vars(cluster, servingstack_remove_crds=True)
     rv = cluster.api.rv
-    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster))
+    preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env=cluster.helm_spy(log))
+    assert preview.rc == 0, output(preview)
+    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(preview)}"
+    shown = [argv for argv in helm_calls(log) if argv[:2] == ["show", "crds"]]
+    # Check mode reads every installed release's chart (read-only) to preview the deletions.
+    assert len(shown) == len(STANDARD_RELEASES) and all("--version" in argv for argv in shown), shown
+    # Through the chart mirror: charts by name from the test charts' repository.
+    assert {argv[2] for argv in shown} >= {"lws", "cert-manager"} and all("--repo" in argv for argv in shown), shown
+
+    result = cluster.run_playbook(TEARDOWN, extra_vars=remove)
+    assert result.rc == 0, output(result)
+    assert releases(cluster) == {}
+    assert crd_names(cluster) == {"widgets.example.com"}, sorted(crd_names(cluster))
+    # The control plane's namespace is never deleted (it may hold the ServingStack itself).
+    assert get(cluster, "v1", "Namespace", "modelplane-system") is not None
+
+
+def test_a_second_teardown_changes_nothing(cluster, tmp_path):
+    rv = cluster.api.rv
+    log = tmp_path / "helm.log"
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster, servingstack_remove_crds=True),
+                                  env=cluster.helm_spy(log))
     assert result.rc == 0, output(result)
     assert result.changed == 0, output(result)
     assert cluster.api.rv == rv, result.requests
+    assert helm_calls(log) == [], "a second teardown runs no helm"
