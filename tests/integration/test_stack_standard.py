@@ -368,8 +368,10 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(clus
     assert result.rc == 0, output(result)
     assert releases(cluster) == {}
     assert crd_names(cluster) == {"widgets.example.com"}, sorted(crd_names(cluster))
-    # The control plane's namespace is never deleted (it may hold the ServingStack itself).
+    # The control plane's namespace is never deleted (it may hold the ServingStack itself); only
+    # the CA ConfigMap trust-manager wrote there goes.
     assert get(cluster, "v1", "Namespace", "modelplane-system") is not None
+    assert get(cluster, "v1", "ConfigMap", "mp-gateway-ca", "modelplane-system") is None
 
 
 def test_a_second_teardown_changes_nothing(cluster, tmp_path):
