@@ -46,6 +46,15 @@ STANDARD_CRDS = (
     "servicemonitors.monitoring.coreos.com",  # kube-prometheus-stack: crds/
     *GAIE_CRDS,  # applied by envoy_gateway
 )
+# A user's CRD that no chart of ours ships: a kind the stand-in serves only once a test installs it.
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Cluster",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]}}
 # Where the inference Gateway lives (Modelplane's HTTPRoutes name it there), and where it used to.
 GATEWAY_NS = "modelplane-system"
 LEGACY_GATEWAY_NS = "envoy-gateway-system"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from stack_support import get, output, write_verbs
+from stack_support import WIDGET_CRD, get, output, write_verbs
 
 pytestmark = [pytest.mark.playbook]
 
@@ -18,15 +18,6 @@ NS = "objects-test"
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": NS},
              "data": {"a": "1", "b": "2"}}
-# A kind no CRD serves in the stand-in until a test installs it.
-WIDGET_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {"group": "example.com", "scope": "Cluster",
-             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]}}
 WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "gear"}, "spec": {"teeth": 12}}
 
 

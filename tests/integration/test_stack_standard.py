@@ -18,6 +18,7 @@ from stack_support import (
     STATUS,
     TEARDOWN,
     UPSTREAM,
+    WIDGET_CRD,
     chart_mirror,
     crd_names,
     get,
@@ -342,13 +343,7 @@ def test_a_crd_another_release_owns_is_refused_unless_adopted(cluster):
 def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(cluster, tmp_path):
     """The last teardown of this cluster removes our CRDs too (test_converge_record.py tears down without them)."""
     # A user's CRD that no chart of ours ships stays.
-    cluster.kubectl("apply", "-f", "-", input=json.dumps({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(WIDGET_CRD))
     installed = crd_names(cluster)
     assert set(STANDARD_CRDS) <= installed, sorted(set(STANDARD_CRDS) - installed)
 
@@ -367,7 +362,7 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(clus
     result = cluster.run_playbook(TEARDOWN, extra_vars=remove)
     assert result.rc == 0, output(result)
     assert releases(cluster) == {}
-    assert crd_names(cluster) == {"widgets.example.com"}, sorted(crd_names(cluster))
+    assert crd_names(cluster) == {WIDGET_CRD["metadata"]["name"]}, sorted(crd_names(cluster))
     # The control plane's namespace is never deleted (it may hold the ServingStack itself); only
     # the CA ConfigMap trust-manager wrote there goes.
     assert get(cluster, "v1", "Namespace", "modelplane-system") is not None
