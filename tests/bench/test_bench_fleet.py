@@ -42,7 +42,7 @@ READY_AFTER = 10.0
 # kubeconfig on the controller) no-op 20.1 s vs 2.5 s = 8.13x (both halved), fresh 565 s vs 55 s = 10.2x; at 5c9d33b
 # (internal_poll_interval 0.01, the stand-in's release cache, GOGC=400 for helm) no-op 20.0 s vs 2.7 s = 7.39x, fresh
 # 547 s vs 57 s = 9.62x, the fresh fleet using 843 CPU-s (422 s on 2 cores, 7.4x one cluster's fresh converge); with
-# 23 tasks per host in a no-op instead of 35 (imports instead of includes, fewer set_facts; on a faster machine, the
+# 24 tasks per host in a no-op instead of 35 (imports instead of includes, fewer set_facts; on a faster machine, the
 # same Python loop 1.42 s instead of 2.14 s) no-op 8.3 s vs 1.5 s = 5.51x, fresh 422 s vs 47.5 s = 8.90x, the fresh
 # fleet's CPU floor 512 CPU-s / 2 cores = 5.40x and its fork floor 3.79x. A no-op is CPU-bound (Ansible's main process
 # forks a worker per host and task); a fresh fleet is bound below by its CPU, above 4x on 2 cores, so NOT met here;
