@@ -98,8 +98,7 @@ def test_bench_fleet(tmp_path_factory):
         measured: dict[tuple[str, ...], list[float]] = {}
         # A fresh converge of each, then the no-op re-runs, one and fleet in turn: a no-op is short (one cluster's
         # about 1.5 s), so each is run NOOP_RUNS times and the medians compared.
-        order = [("one", "fresh"), ("fleet", "fresh")] + [(label, "no-op") for repeat in range(NOOP_RUNS)
-                                                          for label in ("one", "fleet")]
+        order = [("one", "fresh"), ("fleet", "fresh")] + [("one", "no-op"), ("fleet", "no-op")] * NOOP_RUNS
         for label, run in order:
             hosts = f"fleet/{one}" if label == "one" else "servingstacks:!fleet/" + one
             before_helm = helm_processes(spy_log)
