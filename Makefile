@@ -14,7 +14,9 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee crd bench-fleet
+CONTROL_PLANE := testing/cluster/build
+
+.PHONY: help venv control-plane plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee crd bench-fleet
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -30,6 +32,11 @@ $(STAMP): requirements.txt tests/requirements.txt tools/install_collections.py t
 
 venv: $(STAMP) ## Create .venv with every dependency, the collections, and real helm 3 + 4 and kubectl.
 
+# Built once per machine and set of pins into a cache folder outside the repository (testing/cluster/README.md);
+# a warm cache makes this a check of under a second.
+control-plane: ## Build the test control plane (kube-apiserver, etcd, kwok...) from Go modules, once per machine.
+	@$(CONTROL_PLANE)
+
 plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print its install plan.
 	$(BIN)/ansible-playbook playbooks/plan.yml -e servingstack_src=$(abspath $(SPEC))
 
@@ -37,11 +44,11 @@ plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print i
 # shared-cluster tests on one worker. pyproject.toml's testpaths cover tests/ (the collection's tests) and testing/
 # (the test charts' and the API stand-in's self-tests). The benchmarks are not tests of behaviour: they time
 # the collection against baselines on an otherwise idle machine, so they run apart (make bench; CI runs both).
-test: $(STAMP) ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default (not the benchmarks).
+test: $(STAMP) control-plane ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default (not the benchmarks).
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench" --durations=20
 
 # The tests that drive a real helm binary; HELM_MAJOR=3 or 4 picks one (both when unset, as in `make test`).
-test-helm: $(STAMP) ## Run the real-helm tests (HELM_MAJOR=4 for helm 4 only).
+test-helm: $(STAMP) control-plane ## Run the real-helm tests (HELM_MAJOR=4 for helm 4 only).
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m realhelm
 
 unit: $(STAMP) ## Run the fast unit tests only.
@@ -51,14 +58,14 @@ lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
 # One after the other, alone, so that no other work skews their ratios (about 4 minutes on 2 cores).
-bench: $(STAMP) ## Run the benchmarks (tests/bench, the stand-in's): print their ratios and assert the targets.
+bench: $(STAMP) control-plane ## Run the benchmarks (tests/bench, the stand-in's): print their ratios and assert the targets.
 	$(BIN)/python -m pytest -p no:xdist -m "bench and not fleet" -s $(BENCHES)
 
 # FLEET_SIZE=N for another fleet size (issue 12's targets are for 20).
-bench-fleet: $(STAMP) ## Run the fleet benchmark: 20 stand-in clusters vs one, fresh and no-op (about 15 minutes).
+bench-fleet: $(STAMP) control-plane ## Run the fleet benchmark: 20 stand-in clusters vs one, fresh and no-op (about 15 minutes).
 	$(BIN)/python -m pytest -p no:xdist -m fleet -s tests/bench/test_bench_fleet.py
 
-demo: $(STAMP) ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
+demo: $(STAMP) control-plane ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
 	SPEC=$(SPEC) tests/demo/run
 
 deploy: $(STAMP) ## Converge the real cluster SPEC's secrets name (TARGET_KUBECONFIG=path targets a cluster directly).

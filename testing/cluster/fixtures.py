@@ -1,0 +1,355 @@
+"""pytest fixtures around the real test control plane (`testing/cluster/run`): `cluster`, `fresh_cluster`,
+`run_playbook`, and `running_cluster(...)` for tests that need options (a readiness delay, APIs switched off).
+
+The fixtures start `testing/cluster/run` (the same command the Molecule scenario and `make demo` use) and wait
+for its kubeconfig. A handle offers what tests need from a cluster: the kubeconfig and an environment for the
+real clients, `kubectl`, `run_playbook` (with the API requests of that run, read from kube-apiserver's audit
+log), `deny_writes` (a ValidatingAdmissionPolicy that refuses writes) and `stop_apiserver` (a dead cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = REPO / ".venv" / "bin"
+RUN = Path(__file__).resolve().parent / "run"
+RECAP = re.compile(r"^(\S+)\s*:\s*((?:\w+=\d+\s*)+)$")
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+# Requests that are not the test's: the control plane's own components, kwok, and the operator double.
+SYSTEM_AGENTS = ("kube-controller-manager", "kube-scheduler", "kube-apiserver", "kwok", "operator-double")
+START_TIMEOUT = float(os.environ.get("MODELPLANE_CLUSTER_START_TIMEOUT", "900"))
+
+
+@dataclass
+class PlaybookResult:
+    rc: int
+    stdout: str
+    stderr: str
+    recap: dict[str, dict[str, int]]
+    requests: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> int:
+        return sum(host.get("changed", 0) for host in self.recap.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(host.get("failed", 0) + host.get("unreachable", 0) for host in self.recap.values())
+
+
+def parse_recap(stdout: str) -> dict[str, dict[str, int]]:
+    """host -> {ok, changed, unreachable, failed, skipped, rescued, ignored} from the PLAY RECAP block."""
+    out: dict[str, dict[str, int]] = {}
+    lines = stdout.splitlines()
+    start = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("PLAY RECAP")), None)
+    if start is None:
+        return out
+    for line in lines[start + 1:]:
+        m = RECAP.match(line.strip())
+        if m:
+            out[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    return out
+
+
+def count_requests(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The test's clients' requests among audit events: `total`, `verbs`, `resources` ("verb resource[.group]")."""
+    verbs: Counter[str] = Counter()
+    resources: Counter[str] = Counter()
+    for event in events:
+        if event.get("stage") != "ResponseComplete" or str(event.get("userAgent", "")).startswith(SYSTEM_AGENTS):
+            continue
+        ref = event.get("objectRef") or {}
+        if not ref.get("resource"):
+            continue  # discovery, /version, /readyz
+        verbs[event["verb"]] += 1
+        resource = ref["resource"] + (f".{ref['apiGroup']}" if ref.get("apiGroup") else "")
+        resources[f"{event['verb']} {resource}"] += 1
+    return {"total": sum(verbs.values()), "verbs": dict(verbs), "resources": dict(resources)}
+
+
+def writes(requests: dict[str, Any]) -> dict[str, int]:
+    """The write verbs among `count_requests`' verbs."""
+    return {verb: n for verb, n in requests.get("verbs", {}).items() if verb in WRITE_VERBS}
+
+
+class ClusterHandle:
+    """What tests get from the fixtures: one real cluster served by `testing/cluster/run`."""
+
+    def __init__(self, kubeconfig: Path, workdir: Path, cluster_workdir: Path | None = None,
+                 process: subprocess.Popen | None = None) -> None:
+        self.workdir = workdir
+        self.kubeconfig = str(kubeconfig)
+        self.process = process
+        self.cluster_workdir = cluster_workdir
+        self.url = re.search(r"server:\s*(\S+)", kubeconfig.read_text()).group(1)
+        tmp = workdir / "client-tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.env: dict[str, str] = {
+            **os.environ,
+            "TMPDIR": str(tmp),
+            "KUBECONFIG": self.kubeconfig,
+            "K8S_AUTH_KUBECONFIG": self.kubeconfig,
+            "KUBECACHEDIR": str(workdir / "kube-cache"),
+            # helm and kubectl run for a second or less: their collector at a quarter of its default pace.
+            "GOGC": "400",
+            # The real helm and kubectl (tools/install_kube_binaries.py) come first.
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            # helm's configuration and caches stay in this cluster's workdir, never the user's ~/.config/helm.
+            "HELM_CONFIG_HOME": str(workdir / "helm" / "config"),
+            "HELM_CACHE_HOME": str(workdir / "helm" / "cache"),
+            "HELM_DATA_HOME": str(workdir / "helm" / "data"),
+            "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_LOCAL_TEMP": str(workdir / "ansible-tmp"),
+        }
+
+    # -- clients ---------------------------------------------------------------------------------------------
+    def client(self) -> Any:
+        """A kubernetes ApiClient for this cluster."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=self.kubeconfig)
+
+    def dynamic(self) -> Any:
+        from kubernetes.dynamic import DynamicClient
+
+        return DynamicClient(self.client())
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run the real kubectl (.venv/bin/kubectl) against the cluster."""
+        proc = subprocess.run([str(VENV_BIN / "kubectl"), *args], input=input, capture_output=True, text=True,
+                              env=self.env, timeout=120, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc
+
+    def helm_spy(self, log: Path) -> dict[str, str]:
+        """Environment under which every helm process appends its arguments (a JSON list, without the binary) to
+        ``log``, then runs as the real helm: a spy in front of .venv/bin/helm, which it never replaces."""
+        spy = self.workdir / "helm-spy"
+        spy.mkdir(exist_ok=True)
+        script = spy / "helm"
+        script.write_text(f"""#!{sys.executable}
+import json, os, sys
+with open(os.environ["HELM_SPY_LOG"], "a", encoding="utf-8") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]])
+""")
+        script.chmod(0o755)
+        return {"PATH": f"{spy}{os.pathsep}{self.env['PATH']}", "HELM_SPY_LOG": str(log)}
+
+    # -- what the API server saw -----------------------------------------------------------------------------
+    @property
+    def audit_log(self) -> Path | None:
+        if self.cluster_workdir is None:
+            return None
+        found = list(self.cluster_workdir.glob("kwok/clusters/*/logs/audit.log"))
+        return found[0] if found else None
+
+    def audit_mark(self) -> int:
+        log = self.audit_log
+        return log.stat().st_size if log and log.exists() else 0
+
+    def requests_since(self, mark: int, settle: float = 0.3) -> dict[str, Any]:
+        """The test's clients' requests logged since ``mark`` (see `count_requests`). The audit backend writes in
+        batches: wait until the log stops growing."""
+        log = self.audit_log
+        if log is None:
+            return {}
+        size = -1
+        while size != log.stat().st_size:
+            size = log.stat().st_size
+            time.sleep(settle)
+        with open(log, "rb") as handle:
+            handle.seek(mark)
+            events = [json.loads(line) for line in handle.read().splitlines() if line.strip()]
+        return count_requests(events)
+
+    # -- failures made with real mechanisms ------------------------------------------------------------------
+    def deny_writes(self, kind: str, namespace: str, name_prefix: str) -> Callable[[], None]:
+        """Refuse creates and updates of ``kind`` objects in ``namespace`` whose name starts with ``name_prefix``,
+        with a ValidatingAdmissionPolicy (and its binding) named in the refusal; returns the function that lifts
+        it. The way tests make a helm install or an object apply fail."""
+        api_version, plural = self._resource_of(kind)
+        group = api_version.rpartition("/")[0]
+        name = f"deny-{plural}-{uuid.uuid4().hex[:6]}"
+        policy = {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [group], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+                    "resources": [plural]}]},
+                "validations": [{
+                    "expression": f"!object.metadata.name.startsWith({json.dumps(name_prefix)}) || "
+                                  f"object.metadata.namespace != {json.dumps(namespace)}",
+                    "message": f"writes of {kind} {namespace}/{name_prefix}* are refused by the test"}],
+            },
+        }
+        binding = {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        }
+        self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                             "items": [policy, binding]}))
+        self._wait_policy_active(kind, namespace, name_prefix, api_version)
+
+        def allow() -> None:
+            self.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", name,
+                         "--ignore-not-found", "--wait")
+            time.sleep(1.5)  # the API server's policy cache follows deletes within about a second
+
+        return allow
+
+    def _resource_of(self, kind: str) -> tuple[str, str]:
+        lines = self.kubectl("api-resources", "--no-headers", "-o", "wide").stdout.splitlines()
+        for line in lines:
+            cols = line.split()
+            if kind in cols:
+                i = cols.index(kind)
+                return cols[i - 2], cols[0]
+        raise AssertionError(f"the cluster serves no kind {kind}")
+
+    def _wait_policy_active(self, kind: str, namespace: str, prefix: str, api_version: str) -> None:
+        """The API server loads new policies asynchronously: probe with a dry-run create until it refuses."""
+        probe = {"apiVersion": api_version, "kind": kind,
+                 "metadata": {"name": f"{prefix}-policy-probe", "namespace": namespace}}
+        if self.kubectl("get", "namespace", namespace, check=False).returncode != 0:
+            time.sleep(2)
+            return
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            proc = self.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False)
+            if "refused by the test" in proc.stderr:
+                return
+            time.sleep(0.3)
+
+    def stop_apiserver(self) -> None:
+        """Kill kube-apiserver: the cluster is dead from here on (the fixture still cleans up)."""
+        assert self.cluster_workdir is not None
+        for pid_file in self.cluster_workdir.glob("kwok/clusters/*/pids/kube-apiserver.pid"):
+            os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+
+    # -- playbooks --------------------------------------------------------------------------------------------
+    def run_playbook(self, playbook: str | os.PathLike[str], *, extra_vars: dict[str, Any] | None = None,
+                     check: bool = False, diff: bool = False, tags: list[str] | str | None = None,
+                     env: dict[str, str] | None = None, timeout: float = 900, inventory: str | None = None,
+                     forks: int | None = None) -> PlaybookResult:
+        """ansible-playbook on localhost, or on ``inventory`` (a path, its hosts' connection their own)."""
+        hosts = ["-i", inventory] if inventory else ["-i", "localhost,", "-c", "local"]
+        cmd = [str(VENV_BIN / "ansible-playbook"), *hosts,
+               str(playbook), "-e", f"ansible_python_interpreter={sys.executable}"]
+        if forks:
+            cmd += ["--forks", str(forks)]
+        if extra_vars:
+            varfile = Path(tempfile.mkstemp(prefix="vars-", suffix=".yml", dir=self.workdir)[1])
+            varfile.write_text(yaml.safe_dump(extra_vars))
+            cmd += ["-e", f"@{varfile}"]
+        if check:
+            cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
+        if tags:
+            cmd += ["--tags", tags if isinstance(tags, str) else ",".join(tags)]
+        mark = self.audit_mark()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**self.env, **(env or {})}, cwd=REPO,
+                              timeout=timeout, check=False)
+        return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, parse_recap(proc.stdout),
+                              self.requests_since(mark))
+
+
+def start_cluster(workdir: Path, *, ready_after: float = 0.0, nodes: int | None = None,
+                  gpu_nodes: int | None = None, runtime_config: str = "", audit: bool = True,
+                  operator_double: bool = True) -> ClusterHandle:
+    """Start `testing/cluster/run` in the background and return its handle once its kubeconfig is written."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = workdir / "kubeconfig"
+    cmd = [sys.executable, str(RUN), "--kubeconfig", str(kubeconfig), "--ready-after", str(ready_after)]
+    cmd += ["--nodes", str(nodes)] if nodes is not None else []
+    cmd += ["--gpu-nodes", str(gpu_nodes)] if gpu_nodes is not None else []
+    cmd += ["--runtime-config", runtime_config] if runtime_config else []
+    cmd += ["--audit"] if audit else []
+    cmd += [] if operator_double else ["--no-operator-double"]
+    log_path = workdir / "cluster-run.log"
+    log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115  (closed when the process ends)
+    env = {**os.environ, "TMPDIR": str(workdir)}
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    while not kubeconfig.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_cluster(proc)
+            raise RuntimeError(f"testing/cluster/run did not start a cluster:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.2)
+    match = re.search(r"workdir (\S+)", log_path.read_text())
+    return ClusterHandle(kubeconfig, workdir, Path(match.group(1)) if match else None, proc)
+
+
+def stop_cluster(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@contextmanager
+def running_cluster(workdir: Path, **options: Any) -> Iterator[ClusterHandle]:
+    """A started cluster for the duration of the block; options as `start_cluster`. Sets KUBECONFIG meanwhile."""
+    handle = start_cluster(workdir, **options)
+    saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")}
+    os.environ["KUBECONFIG"] = handle.kubeconfig
+    os.environ["K8S_AUTH_KUBECONFIG"] = handle.kubeconfig
+    try:
+        yield handle
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        stop_cluster(handle.process)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    """A real cluster (with the operator double) shared by one test module."""
+    with running_cluster(tmp_path_factory.mktemp("cluster")) as handle:
+        yield handle
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
+    """A real cluster of its own for one test (function scope)."""
+    with running_cluster(tmp_path) as handle:
+        yield handle
+
+
+@pytest.fixture
+def run_playbook(cluster: ClusterHandle) -> Callable[..., PlaybookResult]:
+    """`run_playbook(playbook, *, extra_vars=None, check=False, diff=False, tags=None, env=None)` on `cluster`."""
+    return cluster.run_playbook

@@ -1,0 +1,230 @@
+"""One real Kubernetes control plane with simulated nodes: kwokctl's binary runtime over our own binaries.
+
+kube-apiserver, kube-controller-manager, kube-scheduler and etcd run as real processes on 127.0.0.1; kwok plays
+the kubelets of fake nodes (pods become Running and Ready through kwok's stages, Job pods Succeeded). Nothing is
+downloaded: every binary comes from `binaries.ensure_built()`. Standard library only (plus the operator double,
+started with the caller's Python when asked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import binaries
+
+HERE = Path(__file__).resolve().parent
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+# What NFD's worker and the NVIDIA stack would put on a GPU node, and the taint GPU pools carry (our nfd role
+# tolerates it; the DRA driver's kubelet plugin requires the pci-10de label).
+GPU_LABELS = {
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+    "nvidia.com/gpu.present": "true",
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPUS_PER_NODE = "8"
+# The audit policy that records every request (metadata only: no bodies, so no Secret data) when asked.
+AUDIT_POLICY = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not come up; the message says what failed and where its logs are."""
+
+
+@dataclass
+class Options:
+    nodes: int = 3
+    gpu_nodes: int = 2
+    ready_after: float = 0.0
+    runtime_config: str = ""
+    audit: bool = False
+    operator_double: bool = True
+    name: str = field(default_factory=lambda: f"mp-{os.getpid()}-{int(time.time() * 1000) % 100000}")
+
+
+def node_manifest(index: int, gpu: bool) -> dict:
+    name = f"kwok-gpu-{index}" if gpu else f"kwok-node-{index}"
+    capacity = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
+    if gpu:
+        capacity["nvidia.com/gpu"] = GPUS_PER_NODE
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "type": "kwok", **(GPU_LABELS if gpu else {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake"}},
+        "spec": {"taints": [GPU_TAINT] if gpu else []},
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+def stages(stage_dir: Path, ready_after: float) -> list[str]:
+    """kwok's own default stages; with ``ready_after``, pods turn Ready (Job pods Succeeded) that long after."""
+    docs = []
+    for path in sorted(stage_dir.glob("*.yaml")):
+        text = path.read_text()
+        if ready_after > 0 and path.name in ("pod-ready.yaml", "pod-complete.yaml"):
+            # Stage.spec.delay: the transition happens this long after the stage first matches the pod.
+            delay = f"\nspec:\n  delay:\n    durationMilliseconds: {int(ready_after * 1000)}\n"
+            text = text.replace("\nspec:\n", delay, 1)
+        docs.append(text)
+    return docs
+
+
+def kwokctl_config(bin_dir: Path, stage_dir: Path, workdir: Path, options: Options) -> str:
+    opts = {
+        "runtime": "binary",
+        "bindAddress": "127.0.0.1",
+        "kubeApiserverBinary": str(bin_dir / "kube-apiserver"),
+        "kubeControllerManagerBinary": str(bin_dir / "kube-controller-manager"),
+        "kubeSchedulerBinary": str(bin_dir / "kube-scheduler"),
+        "kubectlBinary": str(bin_dir / "kubectl"),
+        "kwokControllerBinary": str(bin_dir / "kwok"),
+        "etcdBinary": str(bin_dir / "etcd"),
+        "cacheDir": str(workdir / "cache"),
+        "quietPull": True,
+        "disableQPSLimits": True,
+    }
+    if options.runtime_config:
+        opts["kubeRuntimeConfig"] = options.runtime_config
+    if options.audit:
+        policy = workdir / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY)
+        opts["kubeAuditPolicy"] = str(policy)
+    head = json.dumps({"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration",
+                       "options": opts})
+    return "\n---\n".join([head, *stages(stage_dir, options.ready_after)]) + "\n"
+
+
+class KwokCluster:
+    """``start()`` brings the cluster up and returns its flattened kubeconfig text; ``stop()`` removes it all."""
+
+    def __init__(self, options: Options, workdir: Path | None = None, log: Callable[[str], None] = print) -> None:
+        self.options = options
+        self.log = log
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="modelplane-kwok-"))
+        self.env = {**os.environ, "KWOK_WORKDIR": str(self.workdir / "kwok"), "GOGC": "400"}
+        self.env.pop("KUBECONFIG", None)
+        self.bin_dir: Path | None = None
+        self.double: subprocess.Popen | None = None
+        self.kubeconfig_path = self.workdir / "kubeconfig"
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def _kwokctl(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(self.bin_dir / "kwokctl"), *args, "--name", self.options.name],
+                              env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
+        if check and proc.returncode != 0:
+            raise ClusterError(f"kwokctl {args[0]} {args[1] if len(args) > 1 else ''} failed "
+                               f"({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        return proc
+
+    def kubectl(self, *args: str, input: str | None = None) -> str:
+        proc = subprocess.run([str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig_path), *args],
+                              input=input, env=self.env, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    @property
+    def cluster_dir(self) -> Path:
+        return self.workdir / "kwok" / "clusters" / self.options.name
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    def start(self) -> str:
+        built = binaries.ensure_built(quiet=False)
+        self.bin_dir = built / "bin"
+        config = self.workdir / "kwokctl.yaml"
+        config.write_text(kwokctl_config(self.bin_dir, built / "stages", self.workdir, self.options))
+        started = time.monotonic()
+        self._kwokctl("create", "cluster", "--config", str(config), "--kubeconfig", "", "--wait", "120s",
+                      timeout=300)
+        kubeconfig = self._kwokctl("get", "kubeconfig").stdout
+        fd = os.open(self.kubeconfig_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(kubeconfig)
+        kubeconfig = self.kubectl("config", "view", "--flatten", "--raw")
+        fd = os.open(self.kubeconfig_path, os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(kubeconfig)
+        self._wait_ready()
+        nodes = [node_manifest(i, gpu=i > self.options.nodes - self.options.gpu_nodes)
+                 for i in range(1, self.options.nodes + 1)]
+        self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+        self.kubectl("wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
+        if self.options.operator_double:
+            self._start_double()
+        self.log(f"kwok cluster {self.options.name} up in {time.monotonic() - started:.1f} s: "
+                 f"{self.server()} ({self.options.nodes} nodes, {self.options.gpu_nodes} with GPUs)")
+        return kubeconfig
+
+    def server(self) -> str:
+        match = re.search(r"server:\s*(\S+)", self.kubeconfig_path.read_text())
+        return match.group(1) if match else "?"
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            proc = subprocess.run([str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig_path),
+                                   "get", "--raw", self._readyz()], env=self.env, capture_output=True, text=True,
+                                  check=False)
+            if proc.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"kube-apiserver not ready after {timeout:.0f} s: {proc.stderr.strip()}")
+            time.sleep(0.3)
+
+    def _readyz(self) -> str:
+        """With APIs switched off, the informers of the API server's built-in admission for them (DRA's, which
+        cannot be disabled since it went GA) never sync: readiness is then everything else."""
+        return "/readyz?exclude=informer-sync" if self.options.runtime_config else "/readyz"
+
+    def _start_double(self) -> None:
+        script = HERE / "operator_double.py"
+        if not script.exists():
+            return
+        log = open(self.workdir / "operator-double.log", "ab")  # noqa: SIM115  (closed with the process)
+        self.double = subprocess.Popen([sys.executable, str(script), "--kubeconfig", str(self.kubeconfig_path)],
+                                       stdout=log, stderr=subprocess.STDOUT, env=self.env)
+
+    def audit_log(self) -> Path:
+        return self.cluster_dir / "logs" / "audit.log"
+
+    def logs_dir(self) -> Path:
+        return self.cluster_dir / "logs"
+
+    def stop_component(self, component: str) -> None:
+        """Stop one component (e.g. kube-apiserver): a dead cluster for failure tests."""
+        pid_file = self.cluster_dir / "pids" / f"{component}.pid"
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+
+    def stop(self) -> None:
+        if self.double and self.double.poll() is None:
+            self.double.terminate()
+            try:
+                self.double.wait(10)
+            except subprocess.TimeoutExpired:
+                self.double.kill()
+        if self.bin_dir is not None and self.cluster_dir.exists():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._kwokctl("delete", "cluster", check=False, timeout=120)
+        self._kill_leftovers()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _kill_leftovers(self) -> None:
+        """Whatever kwokctl delete did not stop (it was killed half-way): every pid it recorded."""
+        for pid_file in (self.cluster_dir / "pids").glob("*.pid") if self.cluster_dir.exists() else ():
+            with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+                os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
