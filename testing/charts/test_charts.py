@@ -58,6 +58,7 @@ ROLE_OF_CHART: dict[str, str] = {
 }
 GKE_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"
 KEEP = "helm.sh/resource-policy"
+HOOK, WEIGHT, DELETE = "helm.sh/hook", "helm.sh/hook-weight", "helm.sh/hook-delete-policy"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the lws CRD is 1.3 MB
 
 
@@ -309,6 +310,159 @@ def test_dra_refuses_gpus_without_the_override(chart_repo: Any, helm_env: dict[s
     assert result.returncode != 0 and "allowDefaultNamespace=true" in result.stderr
 
 
+def _device_classes(docs: list[dict[str, Any]]) -> dict[str, tuple[str, str | None]]:
+    return {
+        d["metadata"]["name"]: (d["apiVersion"], d["spec"].get("extendedResourceName"))
+        for d in docs
+        if d["kind"] == "DeviceClass"
+    }
+
+
+@pytest.mark.parametrize("version", ["0.4.0", "0.3.0"])
+def test_dra_device_class_api_version_comes_from_the_cluster(
+    chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, version: str
+) -> None:
+    """Upstream's rule (templates/_helpers.tpl resourceApiVersion, validation.yaml): resourceApiVersion, else the newest
+    resource.k8s.io version the cluster serves; gpu.nvidia.com gets extendedResourceName only on v1. Where the cluster
+    serves none, rendering fails (offline that cannot happen: helm 3.17's built-in API list has resource.k8s.io/v1beta1;
+    test_charts_live.py checks the failure on a cluster with resource.k8s.io switched off)."""
+    values = collection_values("dra-driver-nvidia-gpu")
+    names = {"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"}  # computeDomains off: no compute-domain ones
+
+    def classes(extra_values: dict[str, Any], *extra: str) -> dict[str, tuple[str, str | None]]:
+        docs = template(chart_repo, helm_env, tmp_path, "dra-driver-nvidia-gpu", version, values | extra_values, *extra)
+        return _device_classes(docs)
+
+    served_v1 = classes({}, "--api-versions", "resource.k8s.io/v1")
+    assert served_v1["gpu.nvidia.com"] == ("resource.k8s.io/v1", "nvidia.com/gpu")
+    assert served_v1.keys() == names and served_v1["mig.nvidia.com"] == ("resource.k8s.io/v1", None)
+    # No --api-versions: helm's built-in capabilities (resource.k8s.io/v1beta1 is the newest there), as upstream.
+    assert set(classes({}).values()) == {("resource.k8s.io/v1beta1", None)}
+    pinned = classes({"resourceApiVersion": "resource.k8s.io/v1beta2"}, "--api-versions", "resource.k8s.io/v1")
+    assert pinned.keys() == names and set(pinned.values()) == {("resource.k8s.io/v1beta2", None)}
+    compute = classes({"resources": {"computeDomains": {"enabled": True}}}, "--api-versions", "resource.k8s.io/v1")
+    assert {"compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"} <= compute.keys()
+
+
+def test_dra_admission_policy_and_service_accounts(chart_repo: Any, helm_env: dict[str, str], tmp_path: Path) -> None:
+    docs = render_collection(chart_repo, helm_env, tmp_path, "dra-driver-nvidia-gpu", "0.4.0")
+    release = _table_chart("dra-driver-nvidia-gpu").release
+    policy = one(docs, "ValidatingAdmissionPolicy", "resourceslices-policy-dra-driver-nvidia-gpu")["spec"]
+    namespace = _table_chart("dra-driver-nvidia-gpu").namespace
+    # Upstream's condition names <fullname>-service-account (no -kubeletplugin suffix); kept as upstream has it.
+    user = f"system:serviceaccount:{namespace}:{release}-service-account"
+    assert f'request.userInfo.username == "{user}"' == policy["matchConditions"][0]["expression"]
+    binding = one(docs, "ValidatingAdmissionPolicyBinding", "resourceslices-policy-dra-driver-nvidia-gpu")
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    accounts = {d["metadata"]["name"] for d in find(docs, "ServiceAccount")}
+    assert accounts == {
+        f"{release}-service-account-kubeletplugin",
+        f"{release}-service-account-controller",
+        "compute-domain-daemon-service-account",
+    }
+
+
+def _pod_spec(doc: dict[str, Any]) -> dict[str, Any] | None:
+    if doc["kind"] in ("Deployment", "DaemonSet", "StatefulSet", "Job"):
+        return doc["spec"]["template"]["spec"]
+    return None
+
+
+def _hook(doc: dict[str, Any]) -> tuple[frozenset[str], int]:
+    annotations = doc["metadata"].get("annotations") or {}
+    phases = frozenset(p.strip() for p in annotations.get(HOOK, "").split(",") if p.strip())
+    return phases, int(annotations.get(WEIGHT, "0"))
+
+
+@pytest.mark.parametrize(("chart", "version", "app_version"), CHART_VERSIONS, ids=IDS)
+def test_every_service_account_a_pod_runs_as_is_rendered(
+    chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, chart: str, version: str, app_version: str
+) -> None:
+    """The API server refuses pods whose ServiceAccount does not exist: each named account is in the release, and a
+    hook Job's account is a hook of every phase the Job runs in, of no higher weight (helm creates hooks by weight,
+    then kind: a ServiceAccount before a Job of the same weight)."""
+    table = _table_chart(chart)
+    docs = template(
+        chart_repo, helm_env, tmp_path, chart, version, collection_values(chart), "--api-versions", "resource.k8s.io/v1"
+    )
+    accounts = {
+        (d["metadata"].get("namespace", table.namespace), d["metadata"]["name"]): d
+        for d in find(docs, "ServiceAccount")
+    }
+    for doc in docs:
+        spec = _pod_spec(doc)
+        if spec is None or spec.get("serviceAccountName") in (None, "default"):
+            continue
+        key = (doc["metadata"].get("namespace", table.namespace), spec["serviceAccountName"])
+        assert key in accounts, f"{doc['kind']}/{doc['metadata']['name']} runs as {key}, not rendered by the chart"
+        phases, weight = _hook(doc)
+        account_phases, account_weight = _hook(accounts[key])
+        if phases:
+            assert phases <= account_phases and account_weight <= weight, (doc["metadata"]["name"], key)
+        else:
+            assert not account_phases, f"{key} is a hook but {doc['metadata']['name']} is not"
+
+
+@pytest.mark.parametrize(("chart", "version", "app_version"), CHART_VERSIONS, ids=IDS)
+def test_no_webhook_or_api_service_points_at_pods_that_do_not_run(
+    chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, chart: str, version: str, app_version: str
+) -> None:
+    """On a real API server with no operator pods a webhook or APIService would fail every call routed to it:
+    README.md lists the upstream ones these charts leave out."""
+    docs: list[dict[str, Any]] = []
+    for values in ({}, collection_values(chart)):  # the chart's defaults and the collection's values
+        docs += template(
+            chart_repo,
+            helm_env,
+            tmp_path,
+            chart,
+            version,
+            values | _render_guards(chart),
+            "--api-versions",
+            "resource.k8s.io/v1",
+        )
+    left_out = {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService"}
+    assert not [(d["kind"], d["metadata"]["name"]) for d in docs if d["kind"] in left_out]
+
+
+def _render_guards(chart: str) -> dict[str, Any]:
+    """What a chart's defaults need to render at all (upstream fails without it)."""
+    return {"gpuResourcesEnabledOverride": True} if chart == "dra-driver-nvidia-gpu" else {}
+
+
+def _upstream_chart_yaml(facts: dict[str, Any], version: dict[str, Any]) -> dict[str, Any]:
+    folder = version.get("upstream") or facts["upstream"]
+    return yaml.safe_load((fixtures.upstream_dir() / folder / "Chart.yaml").read_text())
+
+
+@pytest.mark.parametrize(("chart", "version", "app_version"), CHART_VERSIONS, ids=IDS)
+def test_kube_version_constraint_is_upstreams(
+    chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, chart: str, version: str, app_version: str
+) -> None:
+    facts = next(build.load_facts(s) for s in build.chart_sources() if build.load_facts(s)["name"] == chart)
+    entry = next(v for v in facts["versions"] if str(v["version"]) == version)
+    expected = _upstream_chart_yaml(facts, entry).get("kubeVersion")
+    shown = yaml.safe_load(helm(helm_env, "show", "chart", _tgz(chart_repo, chart, version)).stdout)
+    assert shown.get("kubeVersion") == expected
+    if expected:  # helm enforces it: a cluster older than the constraint is refused
+        table = _table_chart(chart)
+        values = _values_file(tmp_path, collection_values(chart))
+        old = helm(
+            helm_env,
+            "template",
+            table.release,
+            _tgz(chart_repo, chart, version),
+            "--namespace",
+            table.namespace,
+            "-f",
+            values,
+            "--kube-version",
+            "1.18.0",
+            check=False,
+        )
+        assert old.returncode != 0 and "kubeVersion" in old.stderr, old.stderr
+
+
 @pytest.mark.parametrize("version", ["v1.8.4", "v1.8.3", "v1.8.1"])
 def test_envoy_gateway_config_has_the_ai_gateway_extension(
     chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, version: str
@@ -366,9 +520,9 @@ def test_kube_prometheus_stack_without_grafana_and_alertmanager(
     assert prometheus["additionalScrapeConfigs"]["name"] == "prometheus-prometheus-scrape-confg"
     assert one(docs, "Secret", "prometheus-prometheus-scrape-confg")
     hooks = {d["metadata"]["name"]: d["metadata"]["annotations"]["helm.sh/hook"] for d in find(docs, "Job")}
-    assert hooks == {
-        "prometheus-operator-admission-create": "pre-install,pre-upgrade",
-        "prometheus-operator-admission-patch": "post-install,post-upgrade",
+    assert hooks == {  # <fullname>-admission-*, as upstream names them (fullnameOverride: prometheus)
+        "prometheus-admission-create": "pre-install,pre-upgrade",
+        "prometheus-admission-patch": "post-install,post-upgrade",
     }
     # The chart's defaults run both (so the collection's values are what turns them off).
     defaults = template(chart_repo, helm_env, tmp_path, "kube-prometheus-stack", "72.6.2", {})
@@ -447,8 +601,17 @@ def test_kai_scheduler_operator_and_crd_upgrader_hook(
     docs = render_collection(chart_repo, helm_env, tmp_path, "kai-scheduler", "v0.16.8")
     operator = one(docs, "Deployment", "kai-operator")["spec"]["template"]["spec"]["containers"][0]
     assert operator["image"] == "ghcr.io/kai-scheduler/kai-scheduler/operator:v0.16.8"
-    upgrader = one(docs, "Job", "crd-upgrader")["metadata"]["annotations"]
-    assert upgrader["helm.sh/hook"] == "pre-install,pre-upgrade"
+    hooks = {
+        d["metadata"]["name"]: {k: v for k, v in d["metadata"]["annotations"].items() if k.startswith("helm.sh/hook")}
+        for d in find(docs, "Job")
+    }
+    renewed = "hook-succeeded,before-hook-creation"
+    assert hooks == {  # upstream's four hook Jobs, with its hooks, weights and delete policies
+        "crd-upgrader": {HOOK: "pre-install,pre-upgrade", WEIGHT: "2", DELETE: renewed},
+        "topology-migration": {HOOK: "pre-install,pre-upgrade", WEIGHT: "4", DELETE: renewed},
+        "kai-config-deployer": {HOOK: "post-install,post-upgrade", WEIGHT: "1", DELETE: renewed},
+        "post-delete-cleanup": {HOOK: "post-delete", DELETE: "hook-succeeded"},
+    }
     assert "kai-scheduler/crds/scheduling.run.ai_queues.yaml" in chart_files(chart_repo, "kai-scheduler", "v0.16.8")
 
 

@@ -50,6 +50,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" $repository ($image.tag | default $root.Chart.AppVersion) }}
 {{- end }}
 
+{{- /* (list <serviceAccount values> <fullname>) -> the account a component runs as: serviceAccount.name, else
+the component's fullname when serviceAccount.create, else "default" (upstream's *.serviceAccountName). */ -}}
+{{- define "cert-manager.serviceAccountName" -}}
+{{- $account := index . 0 }}
+{{- if $account.create }}{{ $account.name | default (index . 1) }}{{ else }}{{ $account.name | default "default" }}{{ end }}
+{{- end }}
+
 {{- /* (list <root> <component values> <name> <app label> <component>) -> one controller Deployment. */ -}}
 {{- define "cert-manager.deployment" -}}
 {{- $root := index . 0 }}
@@ -86,7 +93,7 @@ spec:
         app.kubernetes.io/instance: {{ $root.Release.Name }}
         app.kubernetes.io/component: {{ $component | quote }}
     spec:
-      serviceAccountName: {{ $name }}
+      serviceAccountName: {{ include "cert-manager.serviceAccountName" (list $values.serviceAccount $name) }}
       containers:
         - name: {{ printf "cert-manager-%s" $component }}
           image: {{ include "cert-manager.image" (list $values.image $root) | quote }}

@@ -1,9 +1,30 @@
 {{- /* Ours. Follows kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/templates/_helpers.tpl:
 dra-driver-nvidia-gpu.name (nameOverride or the chart name: workloads are named after it, not the release),
 .namespace (namespaceOverride or the release's), .fullimage (image.repository:image.tag, defaulting to
-v<appVersion>), .resourceApiVersion (resourceApiVersion, else the newest resource.k8s.io the cluster serves). */ -}}
+v<appVersion>), .resourceApiVersion (resourceApiVersion, else the newest resource.k8s.io the cluster serves, else
+empty: validation.yaml then fails), .fullname (fullnameOverride, else <release>-<name> unless the release name contains
+the name) and .serviceAccountName (<fullname>-service-account, or serviceAccount.name). */ -}}
 {{- define "dra-driver-nvidia-gpu.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dra-driver-nvidia-gpu.fullname" -}}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "dra-driver-nvidia-gpu.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (printf "%s-service-account" (include "dra-driver-nvidia-gpu.fullname" .)) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
 {{- end }}
 
 {{- define "dra-driver-nvidia-gpu.namespace" -}}

@@ -27,6 +27,13 @@ with release: <release> (what the *SelectorNilUsesHelmValues selectors match). *
 {{- end }}
 {{- end }}
 
+{{- /* The operator's ServiceAccount: prometheusOperator.serviceAccount.name, else the operator fullname when
+serviceAccount.create, else "default" (upstream's kube-prometheus-stack.operator.serviceAccountName). */ -}}
+{{- define "kube-prometheus-stack.operator.serviceAccountName" -}}
+{{- $account := .Values.prometheusOperator.serviceAccount }}
+{{- $account.name | default (ternary (include "kube-prometheus-stack.operator.fullname" .) "default" $account.create) }}
+{{- end }}
+
 {{- define "kube-prometheus-stack.prometheus.crname" -}}
 {{- printf "%s-prometheus" (include "kube-prometheus-stack.fullname" .) }}
 {{- end }}
