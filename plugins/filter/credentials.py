@@ -34,6 +34,13 @@ def servingstack_secret_text(secret: dict[str, Any] | None, ref: dict[str, Any])
         raise AnsibleFilterError(str(error)) from None
 
 
+def servingstack_credential_problems(secrets: list[dict[str, Any] | None], ref: dict[str, Any]) -> list[str]:
+    """Why the Secrets read for ``ref`` (servingstack_kubeconfig_ref) cannot serve, one ``<path>: <problem>`` each
+    (never their data); empty when the kubeconfig and the identity's credential are there. Unlike the two filters
+    above it never raises, so a task can say the problem without Ansible's "The filter plugin ... failed:" before it."""
+    return credentials.secret_problems(list(secrets or []), ref)
+
+
 class FilterModule:
     """modelplane.serving credential filters."""
 
@@ -42,4 +49,5 @@ class FilterModule:
             "servingstack_kubeconfig_ref": servingstack_kubeconfig_ref,
             "servingstack_kubeconfig_text": servingstack_kubeconfig_text,
             "servingstack_secret_text": servingstack_secret_text,
+            "servingstack_credential_problems": servingstack_credential_problems,
         }

@@ -30,6 +30,8 @@ description:
   - Pins for the stack not chosen (C(standard.*) on a Dynamo stack, C(dynamo.*) on a Standard one) are ignored, as
     the reference says; each is returned in RV(ignored) and shown as a warning. C(versions.envoyGateway) below
     v1.8.1 (v1.8.0) is accepted with a warning, since Envoy AI Gateway v1.1.x says it needs v1.8.1 or later.
+    C(gateway.clientCAs) without C(gateway.hostname) is accepted with a warning (with no HTTPS listener the CAs are
+    stored but no client certificate is required).
   - An empty C(gateway.listeners) means the default listener and an empty C(nvidiaDriverRoot) means C(/). A live
     object's C(status) is returned unchecked, and the fields Crossplane adds to a composite resource's spec
     (C(spec.crossplane), C(spec.compositionRef) and the other legacy ones) are dropped; neither is ever refused.

@@ -89,10 +89,15 @@ VALID = [
     case("hostname", ("spec.gateway.hostname", "west.gw.example.com")),
     case("hostname wildcard", ("spec.gateway.hostname", "*.example.com")),
     case("hostname 253", ("spec.gateway.hostname", ".".join(["a" * 63] * 3) + "." + "b" * 61)),
-    case("one client CA", ("spec.gateway.clientCAs", client_cas(1))),
-    case("32 client CAs", ("spec.gateway.clientCAs", client_cas(32))),
-    case("CA bundle", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": CERTIFICATE + SECOND_CERTIFICATE}])),
-    case("client CA name 240", ("spec.gateway.clientCAs", [{"name": "g" * 240, "certificate": CERTIFICATE}])),
+    # Client CAs without a hostname are stored but not enforced (no HTTPS listener): accepted with a warning.
+    case("one client CA", ("spec.gateway.clientCAs", client_cas(1)), warnings=("spec.gateway.clientCAs",)),
+    case("32 client CAs", ("spec.gateway.clientCAs", client_cas(32)), warnings=("spec.gateway.clientCAs",)),
+    case("CA bundle", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": CERTIFICATE + SECOND_CERTIFICATE}]),
+         warnings=("spec.gateway.clientCAs",)),
+    case("client CA name 240", ("spec.gateway.clientCAs", [{"name": "g" * 240, "certificate": CERTIFICATE}]),
+         warnings=("spec.gateway.clientCAs",)),
+    case("client CA with hostname", ("spec.gateway.hostname", "gw.example.com"),
+         ("spec.gateway.clientCAs", client_cas(1))),
     case("driver root gke", ("spec.nvidiaDriverRoot", "/home/kubernetes/bin/nvidia")),
     case("driver root 512", ("spec.nvidiaDriverRoot", "/" + "d" * 511)),
     case("driver root empty means /", ("spec.nvidiaDriverRoot", "")),
@@ -120,6 +125,8 @@ VALID = [
     case("status", ("status", {"gateway": {"address": "a" * 256, "caCertificate": CERTIFICATE}})),
     case("status empty", ("status", {})),
     case("labels", ("metadata.labels", {"team": "inference"})),
+    case("labels prefixed and empty", ("metadata.labels", {"example.com/team": "in-ference_1.2", "tier": ""}),
+         ("metadata.annotations", {"Example.com/Note": "x y\n" * 100})),
 ]
 
 INVALID = [
@@ -276,6 +283,13 @@ INVALID = [
          fragment="is 513 characters long, above the maximum length 512"),
     case("driver root relative", ("spec.nvidiaDriverRoot", "home/nvidia"), path="spec.nvidiaDriverRoot",
          fragment="is not an absolute host path"),
+    # A pattern's $ is Go's (the API server's): the end of the text, not before a final newline as in Python.
+    case("driver root newline", ("spec.nvidiaDriverRoot", "\n"), path="spec.nvidiaDriverRoot",
+         fragment="is not an absolute host path"),
+    case("secret name trailing newline", ("spec.secrets[0].name", "kc\n"), path="spec.secrets[0].name",
+         fragment="is not a DNS-1123 subdomain"),
+    case("version trailing newline", ("spec.versions.certManager", "v1.21.1\n"), path="spec.versions.certManager",
+         fragment="is not a semantic version"),
     # versions (1-32 chars, semver)
     *[
         case(f"{key} empty", (f"spec.versions.{key}", ""), path=f"spec.versions.{key}",
@@ -392,6 +406,17 @@ MODULE_ONLY = [
          fragment="is not a DNS-1123 label", why="the API server validates ObjectMeta"),
     case("metadata unknown", ("metadata.lables", {}), path="metadata.lables",
          fragment='unknown field (did you mean "labels"?)', why="the API server validates ObjectMeta"),
+    case("metadata name trailing newline", ("metadata.name", "west\n"), path="metadata.name",
+         fragment="is not a DNS-1123 subdomain", why="the API server validates ObjectMeta"),
+    case("label key", ("metadata.labels", {"a/b/c": "v"}), path="metadata.labels.a/b/c",
+         fragment="(a label key)", why="the API server validates ObjectMeta"),
+    case("label value", ("metadata.labels", {"team": "x y"}), path="metadata.labels.team",
+         fragment='"x y" is not a label value', why="the API server validates ObjectMeta"),
+    case("annotation key", ("metadata.annotations", {"-note": "v"}), path="metadata.annotations.-note",
+         fragment="(an annotation key)", why="the API server validates ObjectMeta"),
+    case("pin in use trailing newline", ("spec.standard.leaderWorkerSet", "v0.8.0\n"),
+         path="spec.standard.leaderWorkerSet", fragment="is not a semantic version",
+         why="semver of a pin in use (stack-dependent)"),
 ]
 
 CONDITIONS = [{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}]

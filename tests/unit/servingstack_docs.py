@@ -88,7 +88,8 @@ def strip_nulls(value: object) -> object:
 
 def to_json_schema(node: dict) -> dict:
     """A CRD structural schema as JSON Schema: unknown fields rejected (strict field validation), list-map keys
-    unique (``x-list-map-keys``, checked by ``crd_validator``). CEL rules, defaults and formats are left out."""
+    unique (``x-list-map-keys``, checked by ``crd_validator``), patterns anchored as Go anchors them. CEL rules,
+    defaults and formats are left out."""
     result: dict = {}
     for key, value in node.items():
         if key in ("description", "default", "format", "x-kubernetes-validations", "x-kubernetes-list-map-keys"):
@@ -97,6 +98,10 @@ def to_json_schema(node: dict) -> dict:
             result[key] = {name: to_json_schema(child) for name, child in value.items()}
         elif key == "items":
             result[key] = to_json_schema(value)
+        elif key == "pattern":
+            # Go's $ (the API server's) is the end of the text; jsonschema's Python $ also matches before a final
+            # newline.
+            result[key] = value.replace("$", r"\Z")
         elif key == "x-kubernetes-list-type":
             if value == "map":
                 result["x-list-map-keys"] = node["x-kubernetes-list-map-keys"]

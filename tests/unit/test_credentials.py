@@ -86,3 +86,18 @@ def test_secret_refs_need_a_name_and_a_namespace_each():
     assert secret_refs([{"name": "k", "namespace": "platform", "key": "kubeconfig"}]) == [("k", "platform")]
     with pytest.raises(ValueError, match=r"refs\[1\]: needs a name and a namespace"):
         secret_refs([{"name": "k", "namespace": "platform"}, {"name": "i"}])
+
+
+def test_secret_problems_name_each_unusable_secret_and_none_when_both_serve():
+    identity = {"type": "GoogleApplicationCredentials", "name": "sa", "namespace": "platform", "key": "private_key",
+                "path": "spec.secrets[1]"}
+    ref = {**REF, "identity": identity}
+    assert credentials.secret_problems([secret(kubeconfig=KUBECONFIG), secret(private_key="{}")], ref) == []
+    assert credentials.secret_problems([secret(kubeconfig=KUBECONFIG)], REF) == []
+    problems = credentials.secret_problems([None, secret(other="x")], ref)
+    assert problems == [
+        f"{REF['path']}: Secret {REF['namespace']}/{REF['name']} was not found on the management cluster",
+        "spec.secrets[1]: Secret platform/sa has no key 'private_key' (keys: other)"]
+    assert credentials.secret_problems([], REF) == [problems[0]]
+    [not_a_kubeconfig] = credentials.secret_problems([secret(kubeconfig="x: s3cr3t")], REF)
+    assert "is not a kubeconfig" in not_a_kubeconfig and "s3cr3t" not in not_a_kubeconfig

@@ -83,6 +83,22 @@ def test_component_entry_shape():
     }
 
 
+@pytest.mark.parametrize("root,quota", [("/", False), ("", False), ("/home/kubernetes/bin/nvidia", True)])
+def test_the_resource_quota_is_planned_only_for_another_driver_root(root, quota):
+    """The nvidia_dra role makes the system-critical ResourceQuota only when nvidiaDriverRoot is not / (GKE)."""
+    document = load_example()
+    document["spec"]["nvidiaDriverRoot"] = root
+    dra = next(entry for entry in plan.build_plan(spec.validate(document).manifest["spec"])
+               if entry["name"] == "nvidia_dra")
+    assert any("ResourceQuota" in manifest for manifest in dra["manifests"]) is quota
+    assert [release["chart"] for release in dra["releases"]] == ["dra-driver-nvidia-gpu"]
+
+
+def test_a_manifest_without_a_condition_is_always_planned():
+    trust = next(entry for entry in planned() if entry["name"] == "trust_manager")
+    assert trust["manifests"] == ["Bundle publishing the gateway CA certificate"]
+
+
 def test_oci_release_and_fixed_version():
     gateway = next(entry for entry in planned() if entry["name"] == "envoy_gateway")
     first, crds = gateway["releases"][:2]

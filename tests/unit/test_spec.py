@@ -302,6 +302,20 @@ def test_envoy_gateway_v1_8_0_is_accepted_with_a_warning_saying_why():
     assert spec.validate(load_example()).warnings == []
 
 
+def test_client_cas_without_a_hostname_are_accepted_with_a_warning_saying_they_are_not_enforced():
+    document = edit(load_example(), "spec.gateway.clientCAs", [{"name": "gw", "certificate": CERTIFICATE}])
+    validation = spec.validate(document)
+    assert validation.errors == []
+    [warning] = validation.warnings
+    assert str(warning) == (
+        "spec.gateway.clientCAs: set without spec.gateway.hostname, so the gateway has no HTTPS listener to require "
+        "client certificates on: the CAs are stored but not enforced; set spec.gateway.hostname to enforce them")
+    # At plan time too: servingstack_spec (make plan) returns it among its warnings.
+    assert str(warning) in outcome.outcome(document, [])["warnings"]
+    with_hostname = edit(document, "spec.gateway.hostname", "gw.example.com")
+    assert spec.validate(with_hostname).warnings == []
+
+
 def test_a_warning_is_not_given_for_a_refused_pin():
     validation = spec.validate(edit(load_example(), "spec.versions.envoyGateway", "v1.7.0"))
     assert validation.errors and validation.warnings == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
 
 PLAN = [{"name": "cert_manager", "version": "v1.21.1"}, {"name": "trust_manager", "version": "v0.24.0"},
@@ -68,6 +69,32 @@ def test_error_summaries_drop_credentials():
     assert status.error_summary("\n\nfirst\nsecond") == "first"
     assert status.error_summary(None) == "failed"
     assert len(status.error_summary("x " * 500)) == status.SUMMARY_MAX
+
+
+@pytest.mark.parametrize("message", [
+    "cannot get a token: [Errno 111] Connection refused",
+    "reading Secret platform/kc failed: secret: 404 Not Found",
+    "reading Secret platform/west-gke-kubeconfig-for-the-production-cluster failed: 403 Forbidden",
+    "GET https://127.0.0.1:6443/api/v1/namespaces/platform/secrets/west-gke-kubeconfig failed: 500",
+    "api_key: <none> given",
+])
+def test_error_summaries_keep_the_text_around_what_is_no_credential(message):
+    assert status.error_summary(message) == message
+
+
+def test_error_summaries_redact_only_the_credential():
+    assert status.error_summary("password=123 then") == "password=<redacted> then"
+    assert status.error_summary("password: 1234 then") == "password: <redacted> then"
+    assert status.error_summary("(token=abc) then") == "(token=<redacted>) then"
+    assert status.error_summary("hash " + "ab12" * 12 + " then") == "hash <redacted> then"
+
+
+@pytest.mark.parametrize("prefix", ["The filter plugin 'modelplane.serving.servingstack_kubeconfig_text' failed: ",
+                                    "Task failed: The lookup plugin 'modelplane.serving.servingstack_objects' failed: ",
+                                    "Task failed: Action failed: "])
+def test_task_errors_lose_the_plugin_prefix_ansible_wraps_around_them(prefix):
+    said = "spec.secrets[0]: Secret platform/kc was not found on the management cluster"
+    assert status.task_error(prefix + said) == said
 
 
 def service(ingress=None, kind="LoadBalancer"):

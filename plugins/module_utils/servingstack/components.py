@@ -63,6 +63,16 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class Manifest:
+    """Objects a component applies from manifests rather than charts, named for the plan and the docs."""
+
+    name: str
+    # (spec path, value): the objects are not made when the spec's value there is this one (or unset, empty), as the
+    # role decides; None: always made.
+    unless: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class Component:
     """A unit the plan orders: one role, its charts and the spec key that versions it."""
 
@@ -77,7 +87,7 @@ class Component:
     needs_if: tuple[tuple[str, str], ...] = ()
     charts: tuple[Chart, ...] = ()
     # Objects applied from manifests rather than charts, named for the plan and the docs.
-    manifests: tuple[str, ...] = field(default=())
+    manifests: tuple[Manifest, ...] = field(default=())
     # Where requests enter the stack: torn down before everything else (the rest goes in reverse install order),
     # so no request reaches a stack half torn down.
     ingress: bool = False
@@ -121,7 +131,7 @@ COMPONENTS: tuple[Component, ...] = (
                 crd_groups=("trust.cert-manager.io", "trust-manager.io"),
             ),
         ),
-        manifests=("Bundle publishing the gateway CA certificate",),
+        manifests=(Manifest("Bundle publishing the gateway CA certificate"),),
     ),
     Component(
         name="nfd",
@@ -152,7 +162,9 @@ COMPONENTS: tuple[Component, ...] = (
                 "versions.nvidiaDraDriver",
             ),
         ),
-        manifests=("ResourceQuota for system-critical pods (nvidiaDriverRoot not /)",),
+        # The nvidia_dra role makes it only for another driver root than the chart's default (GKE's).
+        manifests=(Manifest("ResourceQuota for system-critical pods (nvidiaDriverRoot not /)",
+                            unless=("nvidiaDriverRoot", "/")),),
     ),
     Component(
         name="envoy_gateway",
@@ -187,9 +199,9 @@ COMPONENTS: tuple[Component, ...] = (
             ),
         ),
         manifests=(
-            f"InferencePool CRD and the x-k8s InferencePool and InferenceObjective CRDs (Gateway API Inference "
-            f"Extension {INFERENCE_EXTENSION_VERSION})",
-            f"EnvoyProxy, GatewayClass and Gateway (Gateway in {GATEWAY_NAMESPACE})",
+            Manifest(f"InferencePool CRD and the x-k8s InferencePool and InferenceObjective CRDs (Gateway API "
+                     f"Inference Extension {INFERENCE_EXTENSION_VERSION})"),
+            Manifest(f"EnvoyProxy, GatewayClass and Gateway (Gateway in {GATEWAY_NAMESPACE})"),
         ),
     ),
     Component(
@@ -218,7 +230,7 @@ COMPONENTS: tuple[Component, ...] = (
             ),
             Chart("grove-charts", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "grove-system", "dynamo.grove"),
         ),
-        manifests=("KAI Queue for gang scheduling",),
+        manifests=(Manifest("KAI Queue for gang scheduling"),),
     ),
     Component(
         name="modelexpress",
@@ -227,7 +239,7 @@ COMPONENTS: tuple[Component, ...] = (
         version_key="dynamo.modelExpress",
         stacks=frozenset({DYNAMO}),
         # No chart is published: the server is rendered from templates.
-        manifests=("ModelExpress CRDs, RBAC, Deployment and Service",),
+        manifests=(Manifest("ModelExpress CRDs, RBAC, Deployment and Service"),),
     ),
     Component(
         name="prometheus",

@@ -97,6 +97,22 @@ def secret_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
     return text
 
 
+def secret_problems(secrets: list[dict[str, Any] | None], ref: dict[str, Any]) -> list[str]:
+    """Why the Secrets read for ``ref`` (a ``kubeconfig_ref``) cannot serve: ``secrets`` holds the kubeconfig's Secret,
+    then the cloud identity's if ``ref`` has one (null for one that does not exist). Each problem is
+    ``<path>: <problem>`` and never quotes Secret data; none when both serve."""
+    checks: list[tuple[Any, dict[str, Any]]] = [(kubeconfig_text, ref)]
+    if ref.get("identity"):
+        checks.append((secret_text, ref["identity"]))
+    problems = []
+    for index, (read, wanted) in enumerate(checks):
+        try:
+            read(secrets[index] if index < len(secrets) else None, wanted)
+        except ValueError as error:
+            problems.append(str(error))
+    return problems
+
+
 # The options of the servingstack_kubeconfig module, shared with its action plugin (which writes a kubeconfig without
 # a cloud identity on the controller itself, and runs the module for one with).
 KUBECONFIG_OPTIONS: dict[str, dict[str, Any]] = {

@@ -13,6 +13,7 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.co
     COMPONENTS,
     Chart,
     Component,
+    Manifest,
 )
 
 
@@ -68,6 +69,14 @@ def components_for(stack: str) -> list[Component]:
     return order([component for component in COMPONENTS if stack in component.stacks])
 
 
+def applies(manifest: Manifest, spec: dict) -> bool:
+    """Whether the component makes ``manifest``'s objects for ``spec`` (an unset or empty value is the default)."""
+    if manifest.unless is None:
+        return True
+    path, default = manifest.unless
+    return resolve(spec, path) not in (None, "", default)
+
+
 def release_entry(chart: Chart, spec: dict) -> dict:
     """One Helm release of a component, as the roles pass it to kubernetes.core.helm."""
     version = resolve(spec, chart.version_key) if chart.version_key else chart.version
@@ -95,7 +104,7 @@ def component_entry(component: Component, spec: dict) -> dict:
         "version": resolve(spec, component.version_key),
         "needs": needs_for(component, spec),
         "releases": [release_entry(chart, spec) for chart in component.charts],
-        "manifests": list(component.manifests),
+        "manifests": [manifest.name for manifest in component.manifests if applies(manifest, spec)],
     }
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.sc
     CLIENT_CA_NAME_MAX,
     CONFIGMAP_NAME_MAX,
     CROSSPLANE_SPEC_FIELDS,
+    DNS1123_SUBDOMAIN,
     DYNAMO,
     HTTPS_LISTENER_NAME,
     HTTPS_LISTENER_PORT,
@@ -82,6 +84,13 @@ def without_crossplane_fields(spec: object) -> object:
     if not isinstance(spec, dict):
         return spec
     return {key: value for key, value in spec.items() if key not in CROSSPLANE_SPEC_FIELDS}
+
+
+@functools.cache
+def go_pattern(pattern: str) -> re.Pattern:
+    """A schema ``pattern`` as the API server matches it (Go's RE2): ``$`` is the end of the text. Python's ``$``
+    also matches before a final newline, which let "kc\\n" pass as a DNS-1123 name the API server refuses."""
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
 
 
 def _is_ip_address(text: str) -> bool:
@@ -206,7 +215,7 @@ class _Walk:
         if "enum" in schema and value not in schema["enum"]:
             self.add(path, f"{shown} is not one of {', '.join(schema['enum'])}")
             return value
-        if "pattern" in schema and not re.search(schema["pattern"], value):
+        if "pattern" in schema and not go_pattern(schema["pattern"]).search(value):
             self.add(path, f"{shown} is not {schema.get('_rule', 'matching ' + schema['pattern'])}")
             return value
         check = schema.get("_check")
@@ -231,6 +240,51 @@ class _Walk:
         return value
 
 
+# ObjectMeta's label and annotation rules, as the API server applies them (k8s.io/apimachinery validation).
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+QUALIFIED_NAME_RULE = ("a qualified name: an optional DNS-1123 subdomain prefix and '/', then at most 63 letters, "
+                       "digits, '-', '_' and '.', starting and ending with a letter or digit")
+LABEL_VALUE_RULE = "a label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending with " \
+                   "a letter or digit"
+ANNOTATIONS_MAX = 256 * 1024
+
+
+def _is_qualified_name(key: str) -> bool:
+    parts = key.split("/")
+    if len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not go_pattern(DNS1123_SUBDOMAIN).search(prefix):
+            return False
+    elif len(parts) == 1:
+        name = parts[0]
+    else:
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.search(name))
+
+
+def _labels_and_annotations(walk: _Walk, metadata: dict) -> None:
+    """Label keys and values, and annotation keys, as the API server checks them (the walk checked the types)."""
+    labels = metadata.get("labels")
+    for key, value in (labels.items() if isinstance(labels, dict) else ()):
+        path = join_path("metadata.labels", key)
+        if isinstance(key, str) and not _is_qualified_name(key):
+            walk.add(path, f"{quote(key)} is not {QUALIFIED_NAME_RULE} (a label key)")
+        if isinstance(value, str) and (len(value) > 63 or not _LABEL_VALUE.search(value)):
+            walk.add(path, f"{quote(value)} is not {LABEL_VALUE_RULE}")
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        return
+    for key in annotations:
+        if isinstance(key, str) and not _is_qualified_name(key.lower()):
+            walk.add(join_path("metadata.annotations", key), f"{quote(key)} is not {QUALIFIED_NAME_RULE} "
+                     "(an annotation key)")
+    size = sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in annotations.items()
+               if isinstance(key, str) and isinstance(value, str))
+    if size > ANNOTATIONS_MAX:
+        walk.add("metadata.annotations", f"are {size} bytes long, above the maximum {ANNOTATIONS_MAX}")
+
+
 def _root(walk: _Walk, manifest: dict) -> dict:
     result: dict = {}
     for key in manifest:
@@ -252,6 +306,8 @@ def _root(walk: _Walk, manifest: dict) -> dict:
         walk.add("metadata", "required field is missing (metadata.name names the ServingStack)")
     else:
         result["metadata"] = walk.mapping(METADATA, metadata, "metadata")
+        if isinstance(result["metadata"], dict):
+            _labels_and_annotations(walk, result["metadata"])
         if isinstance(result["metadata"], dict):
             result["metadata"].setdefault("namespace", DEFAULT_NAMESPACE)
     spec = manifest.get("spec")
@@ -378,6 +434,19 @@ def _cautions(walk: _Walk, spec: dict) -> list[Problem]:
     return found
 
 
+def _client_cas_without_hostname(walk: _Walk, spec: dict) -> list[Problem]:
+    """A warning for client CAs without a hostname: the envoy_gateway role stores them, but with no HTTPS listener
+    there is nothing to require client certificates on (it makes no ClientTrafficPolicy)."""
+    gateway = spec.get("gateway")
+    if not isinstance(gateway, dict) or not gateway.get("clientCAs") or gateway.get("hostname"):
+        return []
+    path = "spec.gateway.clientCAs"
+    if walk.has_problem_at(path):
+        return []
+    return [Problem(path, "set without spec.gateway.hostname, so the gateway has no HTTPS listener to require client "
+                    "certificates on: the CAs are stored but not enforced; set spec.gateway.hostname to enforce them")]
+
+
 def _pins(walk: _Walk, raw_spec: object, spec: dict) -> list[dict]:
     """Apply the version rules to the pins in use; return the user's pins the stack ignores."""
     stack = spec.get("stack")
@@ -433,7 +502,7 @@ def _validate(manifest: object) -> Validation:
         _secrets(walk, spec, namespace)
         _gateway(walk, spec)
         ignored = _pins(walk, manifest.get("spec"), spec)
-        warnings = _cautions(walk, spec)
+        warnings = _cautions(walk, spec) + _client_cas_without_hostname(walk, spec)
     if walk.problems:
         return Validation(None, sorted(walk.problems, key=sort_key), ignored, warnings)
     return Validation(result, [], ignored, warnings)

@@ -95,11 +95,24 @@ LB_CONTROLLER_MISSING = (
     "the cluster has no load-balancer controller (a cloud provider's, MetalLB, cloud-provider-kind) to assign one")
 _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|$)", re.S)
 _BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
-_SECRET_SETTING = re.compile(
-    r"(?i)((?:password|passwd|token|secret|api[_-]?key|private[_-]?key|credentials?)[\"']?\s*[:=]\s*[\"']?)"
-    r"[^\s,;\"'}\]]+")
+# A setting's value: one run of characters up to a separator or a closing bracket. After a colon, where prose
+# follows as often as a value does, not one that opens a bracket ("token: [Errno 111] Connection refused" is a
+# message, not a token) nor a number of up to 3 digits (an HTTP status or errno: "secret: 404 Not Found").
+_SETTING = r"(?i)((?:password|passwd|token|secret|api[_-]?key|private[_-]?key|credentials?)[\"']?\s*"
+_VALUE = r"[^\s,;\"'})\]>]+"
+_SECRET_ASSIGNED = re.compile(_SETTING + r"=\s*[\"']?)" + _VALUE)
+_SECRET_LABELLED = re.compile(_SETTING + r":\s*[\"']?)" + r"(?![\[({<])(?!\d{1,3}(?![^\s,;\"'})\]>]))" + _VALUE)
 _FLAG = re.compile(r"(?i)(--(?:kube-)?(?:token|password)[= ])\S+")
 _BLOB = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def _blob(match: re.Match[str]) -> str:
+    """A long run with a capital letter (base64 of anything random has some) or of hex digits is redacted; one of
+    lower case letters, digits and punctuation is a path, a URL or an object's name (DNS-1123), which stays."""
+    run = match.group(0)
+    hexadecimal = _HEX.fullmatch(run) is not None and any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+    return "<redacted>" if hexadecimal or any(c.isupper() for c in run) else run
 
 
 def camel(name: str) -> str:
@@ -126,9 +139,9 @@ def error_summary(message: object, limit: int = SUMMARY_MAX) -> str:
             break
         line = f"{line} {more}"
     line = line or "failed"
-    for pattern, replacement in ((_BEARER, r"\1<redacted>"), (_FLAG, r"\1<redacted>"),
-                                 (_SECRET_SETTING, r"\1<redacted>"), (_BLOB, "<redacted>")):
-        line = pattern.sub(replacement, line)
+    for pattern in (_BEARER, _FLAG, _SECRET_ASSIGNED, _SECRET_LABELLED):
+        line = pattern.sub(r"\1<redacted>", line)
+    line = _BLOB.sub(_blob, line)
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
@@ -261,7 +274,7 @@ def summary_line(name: str, found: dict[str, Any]) -> str:
 
 _WRAPPERS = re.compile(
     r"^(?:(?:Task|Action) failed: )*(?:Finalization of task args for '[^']+' failed: )?"
-    r"(?:Error while resolving value for '[^']+': )?(?:The lookup plugin '[^']+' failed: )?")
+    r"(?:Error while resolving value for '[^']+': )?(?:The (?:lookup|filter|test) plugin '[^']+' failed: )?")
 
 
 def task_error(message: object) -> str:

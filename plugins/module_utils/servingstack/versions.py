@@ -29,7 +29,8 @@ SEMVER_PATTERN = (
     r"(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
-_SEMVER = re.compile(SEMVER_PATTERN)
+# $ as Go's (the CRD's pattern): the end of the text, never before a final newline ("v1.2.3\n" is no version).
+_SEMVER = re.compile(SEMVER_PATTERN.replace("$", r"\Z"))
 _CANDIDATE = re.compile(r"^([0-9]+)-(.+)$")
 _PIECES = re.compile(r"[0-9]+|[^0-9]+")
 
