@@ -9,6 +9,7 @@ log), `deny_writes` (a ValidatingAdmissionPolicy that refuses writes) and `stop_
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -99,7 +100,11 @@ class ClusterHandle:
         self.kubeconfig = str(kubeconfig)
         self.process = process
         self.cluster_workdir = cluster_workdir
-        self.url = re.search(r"server:\s*(\S+)", kubeconfig.read_text()).group(1)
+        config = yaml.safe_load(kubeconfig.read_text())
+        self.url = config["clusters"][0]["cluster"]["server"]
+        # The cluster's CA, for clients given a host rather than a kubeconfig (K8S_AUTH_HOST, K8S_AUTH_SSL_CA_CERT).
+        self.ca_file = str(workdir / "cluster-ca.crt")
+        Path(self.ca_file).write_bytes(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
         tmp = workdir / "client-tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         self.env: dict[str, str] = {
@@ -282,7 +287,7 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
 
 def start_cluster(workdir: Path, *, ready_after: float = 0.0, nodes: int | None = None,
                   gpu_nodes: int | None = None, runtime_config: str = "", audit: bool = True,
-                  operator_double: bool = True) -> ClusterHandle:
+                  operator_double: bool = True, apiserver_args: dict[str, str] | None = None) -> ClusterHandle:
     """Start `testing/cluster/run` in the background and return its handle once its kubeconfig is written."""
     workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig = workdir / "kubeconfig"
@@ -291,6 +296,8 @@ def start_cluster(workdir: Path, *, ready_after: float = 0.0, nodes: int | None 
     cmd += ["--gpu-nodes", str(gpu_nodes)] if gpu_nodes is not None else []
     cmd += ["--runtime-config", runtime_config] if runtime_config else []
     cmd += ["--audit"] if audit else []
+    for name, value in (apiserver_args or {}).items():
+        cmd += ["--apiserver-arg", f"{name}={value}"]
     cmd += [] if operator_double else ["--no-operator-double"]
     log_path = workdir / "cluster-run.log"
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115  (closed when the process ends)

@@ -51,6 +51,8 @@ class Options:
     runtime_config: str = ""
     audit: bool = False
     operator_double: bool = True
+    # Extra kube-apiserver flags (name without dashes -> value), e.g. a token authentication webhook's.
+    apiserver_args: dict[str, str] = field(default_factory=dict)
     name: str = field(default_factory=lambda: f"mp-{os.getpid()}-{int(time.time() * 1000) % 100000}")
 
 
@@ -103,8 +105,10 @@ def kwokctl_config(bin_dir: Path, stage_dir: Path, workdir: Path, options: Optio
         policy = workdir / "audit-policy.yaml"
         policy.write_text(AUDIT_POLICY)
         opts["kubeAuditPolicy"] = str(policy)
+    patches = [{"name": "kube-apiserver",
+                "extraArgs": [{"key": key, "value": value} for key, value in options.apiserver_args.items()]}]
     head = json.dumps({"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration",
-                       "options": opts})
+                       "options": opts, "componentsPatches": patches if options.apiserver_args else []})
     return "\n---\n".join([head, *stages(stage_dir, options.ready_after)]) + "\n"
 
 

@@ -238,3 +238,16 @@ def test_build_refuses_an_old_go(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("testing/cluster/build: 'go version go1.22.5 linux/amd64' is too old: Go 1.26 "
                                    "or newer builds the test control plane")
+
+
+def test_apiserver_args_reach_kube_apiserver(tmp_path: Path) -> None:
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    with running_cluster(tmp_path, nodes=1, gpu_nodes=0, operator_double=False, audit=False,
+                         apiserver_args={"anonymous-auth": "false"}) as handle:
+        context = ssl.create_default_context(cafile=handle.ca_file)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(handle.url + "/api/v1/namespaces", context=context, timeout=10)
+        assert refused.value.code == 401
