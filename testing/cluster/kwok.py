@@ -222,7 +222,8 @@ class KwokCluster:
             except subprocess.TimeoutExpired:
                 self.double.kill()
         if self.bin_dir is not None and self.cluster_dir.exists():
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            # OSError: the binaries were rebuilt under another key meanwhile; the pid files still say what to stop.
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                 self._kwokctl("delete", "cluster", check=False, timeout=120)
         self._kill_leftovers()
         shutil.rmtree(self.workdir, ignore_errors=True)
