@@ -6,8 +6,8 @@ BIN := $(VENV)/bin
 COLLECTIONS := .collections
 SPEC ?= examples/servingstack.yaml
 STAMP := $(VENV)/.installed
-# Where the benchmarks are: the collection's, and the API stand-in's own (testing/standin/tests).
-BENCHES := tests/bench testing/standin/tests
+# Where the benchmarks are.
+BENCHES := tests/bench
 EE_CONTEXT ?= build/ee/context
 EE_TAG ?= modelplane-serving-ee:latest
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
@@ -42,9 +42,9 @@ plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print i
 
 # Two workers (this project's CI has 2 cores; three measured no faster: the suite is CPU-bound); --dist loadfile keeps each test module's ordered,
 # shared-cluster tests on one worker. pyproject.toml's testpaths cover tests/ (the collection's tests) and testing/
-# (the test charts' and the API stand-in's self-tests). The benchmarks are not tests of behaviour: they time
+# (the self-tests of the test charts, the test control plane and its operator double). The benchmarks are not tests of behaviour: they time
 # the collection against baselines on an otherwise idle machine, so they run apart (make bench; CI runs both).
-test: $(STAMP) control-plane ## Run every test: lint, sanity, unit, stand-in, playbooks, molecule default (not the benchmarks).
+test: $(STAMP) control-plane ## Run every test: lint, sanity, unit, control plane, playbooks, molecule default (not the benchmarks).
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench" --durations=20
 
 # The tests that drive a real helm binary; HELM_MAJOR=3 or 4 picks one (both when unset, as in `make test`).
@@ -58,14 +58,14 @@ lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
 # One after the other, alone, so that no other work skews their ratios (about 4 minutes on 2 cores).
-bench: $(STAMP) control-plane ## Run the benchmarks (tests/bench, the stand-in's): print their ratios and assert the targets.
+bench: $(STAMP) control-plane ## Run the benchmarks (tests/bench): print their ratios and assert the targets.
 	$(BIN)/python -m pytest -p no:xdist -m "bench and not fleet" -s $(BENCHES)
 
 # FLEET_SIZE=N for another fleet size (issue 12's targets are for 20).
-bench-fleet: $(STAMP) control-plane ## Run the fleet benchmark: 20 stand-in clusters vs one, fresh and no-op (about 15 minutes).
+bench-fleet: $(STAMP) control-plane ## Run the fleet benchmark: a fleet of test clusters vs one, fresh and no-op.
 	$(BIN)/python -m pytest -p no:xdist -m fleet -s tests/bench/test_bench_fleet.py
 
-demo: $(STAMP) control-plane ## Converge examples/servingstack.yaml twice on a SIMULATED cluster and print its status.
+demo: $(STAMP) control-plane ## Converge examples/servingstack.yaml twice on a local control plane with SIMULATED nodes.
 	SPEC=$(SPEC) tests/demo/run
 
 deploy: $(STAMP) ## Converge the real cluster SPEC's secrets name (TARGET_KUBECONFIG=path targets a cluster directly).

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,7 @@ class ClusterHandle:
         self.kubeconfig = str(kubeconfig)
         self.process = process
         self.cluster_workdir = cluster_workdir
+        self._port_holder: socket.socket | None = None
         config = yaml.safe_load(kubeconfig.read_text())
         self.url = config["clusters"][0]["cluster"]["server"]
         # The cluster's CA, for clients given a host rather than a kubeconfig (K8S_AUTH_HOST, K8S_AUTH_SSL_CA_CERT).
@@ -252,10 +254,27 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
             time.sleep(0.3)
 
     def stop_apiserver(self) -> None:
-        """Kill kube-apiserver: the cluster is dead from here on (the fixture still cleans up)."""
+        """Kill kube-apiserver: the cluster is dead from here on (the fixture still cleans up). Its port stays
+        bound, not listening, so that every connection is refused rather than reaching whatever server of a later
+        cluster picks the freed port."""
         assert self.cluster_workdir is not None
         for pid_file in self.cluster_workdir.glob("kwok/clusters/*/pids/kube-apiserver.pid"):
             os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+        port = int(self.url.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 10
+        while True:
+            holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            # The dead server's connections linger in TIME_WAIT; a port picked as free (port 0) is never one bound.
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                holder.bind(("127.0.0.1", port))
+                self._port_holder = holder
+                return
+            except OSError:
+                holder.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     # -- playbooks --------------------------------------------------------------------------------------------
     def run_playbook(self, playbook: str | os.PathLike[str], *, extra_vars: dict[str, Any] | None = None,
@@ -291,7 +310,8 @@ def start_cluster(workdir: Path, *, ready_after: float = 0.0, nodes: int | None 
     """Start `testing/cluster/run` in the background and return its handle once its kubeconfig is written."""
     workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig = workdir / "kubeconfig"
-    cmd = [sys.executable, str(RUN), "--kubeconfig", str(kubeconfig), "--ready-after", str(ready_after)]
+    cmd = [sys.executable, str(RUN), "--kubeconfig", str(kubeconfig), "--ready-after", str(ready_after),
+           "--stop-with-parent"]
     cmd += ["--nodes", str(nodes)] if nodes is not None else []
     cmd += ["--gpu-nodes", str(gpu_nodes)] if gpu_nodes is not None else []
     cmd += ["--runtime-config", runtime_config] if runtime_config else []
@@ -340,6 +360,8 @@ def running_cluster(workdir: Path, **options: Any) -> Iterator[ClusterHandle]:
             else:
                 os.environ[key] = value
         stop_cluster(handle.process)
+        if handle._port_holder is not None:
+            handle._port_holder.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Helpers for the servingstack playbook tests (test_stack_*.py): run site/teardown, read the stand-in."""
+"""Helpers for the servingstack playbook tests (test_stack_*.py): run site/teardown, read the cluster."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import contextlib
 import copy
 import json
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ STANDARD_CRDS = (
     "servicemonitors.monitoring.coreos.com",  # kube-prometheus-stack: crds/
     *GAIE_CRDS,  # applied by envoy_gateway
 )
-# A user's CRD that no chart of ours ships: a kind the stand-in serves only once a test installs it.
+# A user's CRD that no chart of ours ships: a kind the cluster serves only once a test installs it.
 WIDGET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
     "metadata": {"name": "widgets.example.com"},
@@ -89,7 +90,7 @@ def stack_vars(cluster: Any, definition: dict[str, Any] | None = None, **more: A
 
 
 def releases(cluster: Any) -> dict[str, dict[str, Any]]:
-    """name -> {namespace, revision, status} of the latest revision of every helm release in the stand-in."""
+    """name -> {namespace, revision, status} of the latest revision of every helm release in the cluster."""
     from kubernetes import client
 
     core = client.CoreV1Api(cluster.client())
@@ -128,9 +129,61 @@ def secret_text(secret: dict[str, Any], key: str) -> str:
 
 
 def write_verbs(result: Any) -> dict[str, int]:
-    """The write requests a playbook made (dry-run ones included: the stand-in counts them alike)."""
+    """The write requests a playbook made (dry-run ones included: the audit log counts them alike)."""
     return {verb: n for verb, n in result.requests["verbs"].items()
             if verb in {"create", "update", "patch", "apply", "delete", "deletecollection"} and n}
+
+
+WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+def audit_events(cluster: Any, mark: int, *, everyone: bool = False) -> list[dict[str, Any]]:
+    """The completed requests on resources kube-apiserver's audit log holds since ``mark`` (`cluster.audit_mark()`),
+    by the time they completed: the test's clients' only (playbooks, helm, kubectl, the Python client), or with
+    ``everyone`` the control plane's and the operator double's too. The audit backend writes in batches: waits
+    until the log stops growing."""
+    from cluster.fixtures import SYSTEM_AGENTS
+
+    log = cluster.audit_log
+    assert log is not None, "the cluster runs without an audit log"
+    size = -1
+    while size != log.stat().st_size:
+        size = log.stat().st_size
+        time.sleep(0.3)
+    with open(log, "rb") as handle:
+        handle.seek(mark)
+        events = [json.loads(line) for line in handle.read().splitlines() if line.strip()]
+    return sorted((e for e in events if e.get("stage") == "ResponseComplete" and (e.get("objectRef") or {}).get(
+        "resource") and (everyone or not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS))),
+        key=lambda e: e["stageTimestamp"])
+
+
+def describe(event: dict[str, Any]) -> str:
+    ref = event["objectRef"]
+    resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+    resource += f".{ref['apiGroup']}" if ref.get("apiGroup") else ""
+    where = "/".join(part for part in (ref.get("namespace"), ref.get("name")) if part)
+    code = (event.get("responseStatus") or {}).get("code")
+    return f"{event['verb']} {resource} {where} -> {code} ({str(event.get('userAgent', ''))[:40]})"
+
+
+def committed_writes(cluster: Any, mark: int) -> list[str]:
+    """The test's clients' write requests since ``mark`` that were not dry runs (`?dryRun=All`): what check mode
+    must never send. Dry runs change nothing, and check mode may send them (kubernetes.core.k8s does)."""
+    return [describe(e) for e in audit_events(cluster, mark)
+            if e["verb"] in WRITES and "dryRun=" not in e.get("requestURI", "")]
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Poll ``probe`` until it returns something true (returned), or fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.25)
 
 
 def output(result: Any) -> str:
@@ -144,14 +197,16 @@ FLEET_NAMESPACE = "fleet"
 @contextlib.contextmanager
 def fleet_of(workdir: Path, names: list[str] | tuple[str, ...], *, broken: tuple[str, ...] = (),
              ready_after: float = 0.0) -> Iterator[tuple[Any, dict[str, Any], str]]:
-    """(management cluster, {name: workload cluster}, inventory file): one stand-in per name, and a stand-in
-    management cluster holding, per name, a ServingStack CR (the Standard example, labelled with its region) and
-    the Secret with that cluster's kubeconfig, in namespace ``fleet``. The ``broken`` clusters' API servers are
-    stopped once their CRs exist. The inventory file reads the CRs through modelplane.serving.servingstacks."""
-    from standin.fixtures import running_cluster
+    """(management cluster, {name: workload cluster}, inventory file): one real cluster per name, and a management
+    cluster holding, per name, a ServingStack CR (the Standard example, labelled with its region) and the Secret
+    with that cluster's kubeconfig, in namespace ``fleet``. The ``broken`` clusters' API servers are stopped once
+    their CRs exist. The inventory file reads the CRs through modelplane.serving.servingstacks."""
+    from cluster.fixtures import running_cluster
 
     with contextlib.ExitStack() as stack:
-        management = stack.enter_context(running_cluster(workdir / "management", simulate_controllers=False))
+        # The management cluster runs no workload: one node, no operator double.
+        management = stack.enter_context(running_cluster(workdir / "management", operator_double=False, nodes=1,
+                                                         gpu_nodes=0))
         management.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
         workloads = {name: stack.enter_context(running_cluster(workdir / name, ready_after=ready_after))
                      for name in names}
@@ -165,7 +220,7 @@ def fleet_of(workdir: Path, names: list[str] | tuple[str, ...], *, broken: tuple
                            "metadata": {"name": f"{name}-kubeconfig", "namespace": FLEET_NAMESPACE}}, doc]
         management.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
         for name in broken:
-            workloads[name].standin.stop()
+            workloads[name].stop_apiserver()
         inventory = management.workdir / "fleet.servingstacks.yml"
         inventory.write_text(yaml.safe_dump({"plugin": "modelplane.serving.servingstacks",
                                              "namespaces": [FLEET_NAMESPACE], "kubeconfig": management.kubeconfig}))

@@ -1,5 +1,5 @@
-"""A fleet: ServingStack CRs on a stand-in management cluster, listed by the modelplane.serving.servingstacks
-inventory, each converging its own stand-in workload cluster through playbooks/site.yml. One workload cluster's
+"""A fleet: ServingStack CRs on a management cluster, listed by the modelplane.serving.servingstacks inventory,
+each converging its own workload cluster (every cluster a real control plane) through playbooks/site.yml. One workload cluster's
 API server is stopped: it fails alone, named at the end of the run, and every other cluster converges. The
 tests run in order on one fleet."""
 
@@ -15,7 +15,7 @@ from stack_support import REPO, SITE, STATUS, UPSTREAM, fleet_of, fleet_vars, ge
 pytestmark = [
     pytest.mark.playbook,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (the test charts' data and the CRDs)"),
 ]
 
 API = "infrastructure.modelplane.ai/v1alpha1"

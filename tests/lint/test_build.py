@@ -1,7 +1,7 @@
 """The built collection: `ansible-galaxy collection build` ships the collection and leaves every test double out.
 
-The test doubles (the Kubernetes API stand-in in testing/standin, the cloud token services in testing/doubles) and
-the test charts live under testing/, which galaxy.yml's build_ignore leaves out. The real build runs into a
+The test tooling (the test control plane and its operator double in testing/cluster, the cloud token services in
+testing/doubles) and the test charts live under testing/, which galaxy.yml's build_ignore leaves out. The real build runs into a
 temporary directory; the tarball's members, MANIFEST.json and FILES.json are read back.
 """
 
@@ -24,9 +24,9 @@ BIN = Path(sys.executable).parent
 # What the collection is: these folders ship whole.
 COLLECTION_FOLDERS = ("plugins", "roles", "playbooks", "meta")
 # Where the test doubles live.
-DOUBLES_FOLDERS = ("testing/standin", "testing/doubles")
+DOUBLES_FOLDERS = ("testing/cluster", "testing/doubles")
 # Names that only a test double has, wherever a copy of one might land.
-DOUBLE_NAMES = {"standin", "doubles", "fake_clouds", "token_endpoint", "standin_http"}
+DOUBLE_NAMES = {"operator_double", "doubles", "fake_clouds", "token_endpoint", "kwok"}
 
 
 @dataclass
@@ -97,7 +97,7 @@ def test_no_test_double_and_nothing_under_testing_ships(build):
 def test_no_shipped_file_is_a_copy_of_a_test_double(build):
     doubles = {_sha256(REPO / name): name for name in _repo_files(*DOUBLES_FOLDERS) if (REPO / name).stat().st_size}
     # The check means something only if it sees the doubles themselves.
-    for name in ("testing/standin/server.py", "testing/standin/fixtures.py", "testing/doubles/fake_clouds.py",
+    for name in ("testing/cluster/operator_double.py", "testing/cluster/fixtures.py", "testing/doubles/fake_clouds.py",
                  "testing/doubles/token_endpoint.py"):
         assert name in doubles.values(), name
     copies = sorted(f"{name} (= {doubles[sha]})" for name, sha in build.files.items() if sha in doubles)
