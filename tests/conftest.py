@@ -20,8 +20,8 @@ from ansible.plugins.loader import init_plugin_loader  # noqa: E402
 
 init_plugin_loader([str(COLLECTIONS)])
 
-# The test doubles live in testing/, out of the built collection: the Kubernetes API stand-in (testing/standin)
-# with its fixtures cluster, fresh_cluster, run_playbook, and the cloud token services (testing/doubles).
+# The test tooling lives in testing/, out of the built collection: the real control plane (testing/cluster) with
+# its fixtures cluster, fresh_cluster, run_playbook, and the cloud token services (testing/doubles).
 if str(REPO / "testing") not in sys.path:
     sys.path.insert(0, str(REPO / "testing"))
-from standin.fixtures import cluster, fresh_cluster, run_playbook  # noqa: E402, F401  # pylint: disable=unused-import
+from cluster.fixtures import cluster, fresh_cluster, run_playbook  # noqa: E402, F401  # pylint: disable=unused-import
