@@ -1,4 +1,4 @@
-"""Benchmark of a fleet: FLEET_SIZE stand-in workload clusters, each with its own API server, and a stand-in
+"""Benchmark of a fleet: FLEET_SIZE workload clusters, each a real control plane of its own, and a
 management cluster holding their ServingStack CRs (read by the modelplane.serving.servingstacks inventory).
 playbooks/site.yml converges the fleet with forks=10, fresh and then as a no-op re-run (NOOP_RUNS of them, the
 median taken), against the same for one cluster of the fleet, in the same run (workloads ready after READY_AFTER
@@ -10,7 +10,7 @@ fleet, each as a ratio to one cluster's measured fresh converge and to its criti
 - the fork floor: kubernetes.core.helm refuses async, so every helm --wait holds one of the `forks` workers for the
   readiness delay; the fleet's helm waits (clusters x the plan's releases x READY_AFTER) / forks is a floor for any
   schedule of this playbook, however little CPU it uses;
-- the CPU floor: the CPU the fresh fleet's converge used (Ansible, modules, helm and the stand-in API servers)
+- the CPU floor: the CPU the fresh fleet's converge used (Ansible, modules and helm; not the clusters' own)
   / this machine's cores.
 """
 
@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.bench,
     pytest.mark.fleet,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (the test charts' data and the CRDs)"),
 ]
 
 FLEET_SIZE = int(os.environ.get("FLEET_SIZE", "20"))
@@ -56,8 +56,8 @@ FRESH_TARGET = 4.0
 
 
 def cpu_seconds() -> float:
-    """CPU used so far by this process (the stand-ins are threads of it) and its waited-for children (Ansible,
-    its modules, helm)."""
+    """CPU used so far by this process and its waited-for children (Ansible, its modules, helm); the clusters' own
+    processes are not counted."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
@@ -102,13 +102,13 @@ def test_bench_fleet(tmp_path_factory):
         for label, run in order:
             hosts = f"fleet/{one}" if label == "one" else "servingstacks:!fleet/" + one
             before_helm = helm_processes(spy_log)
-            before_requests = {name: workloads[name].stats()["total"] for name in names}
+            marks = {name: workloads[name].audit_mark() for name in names}
             seconds, cpu, result = converge(management, workloads, inventory, hosts, spy)
             assert result.rc == 0, result.stdout[-4000:]
             if run == "no-op":
                 assert result.changed == 0, result.stdout[-4000:]
             clusters = 1 if label == "one" else FLEET_SIZE
-            requests = sum(workloads[name].stats()["total"] - before_requests[name] for name in names)
+            requests = sum(workloads[name].requests_since(marks[name]).get("total", 0) for name in names)
             measured.setdefault((label, run), []).append(seconds)
             measured.setdefault((label, run, "cpu"), []).append(cpu)
             print(f"\n{label} ({clusters} cluster{'s' if clusters > 1 else ''}) {run}: {seconds:.1f}s, "

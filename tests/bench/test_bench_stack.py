@@ -1,4 +1,4 @@
-"""Benchmarks of the Standard stack on the stand-in, each against a baseline measured in the same run.
+"""Benchmarks of the Standard stack on the test control plane, each against a baseline measured in the same run.
 
 1. No-op re-run of the stack converged in 2 (workloads ready at once) vs. the floor: a playbook with one
    no-op k8s_info task.
@@ -7,12 +7,12 @@
    (servingstack_skip_unchanged=false) is printed; it must run no helm either and write only the record.
 2. Fresh converge vs. a sequential baseline generated from the same plan: one kubernetes.core.helm
    task per release (same charts, versions and values, --wait) and one kubernetes.core.k8s task per
-   object. Target <= 0.5x, asserted on a stand-in whose workloads take READY_AFTER seconds to become
+   object. Target <= 0.5x, asserted on a cluster whose workloads take READY_AFTER seconds to become
    ready (``ready_after``), as on a real cluster where helm --wait waits for images to pull and pods
    to start: that wait is what converging independent components in parallel saves (the two run at the same
-   time, each on its own stand-in: they mostly wait). Its ratio to the
+   time, each on its own cluster: they mostly wait). Its ratio to the
    critical-path floor (the longest chain of helm waits the plan imposes, plus the one-task floor) is
-   printed. The same comparison on a stand-in whose workloads are ready at once (nothing to wait for:
+   printed. The same comparison on a cluster whose workloads are ready at once (nothing to wait for:
    only the CPU work of Ansible and helm on this machine's cores): target <= 1.0x (see INSTANT_BOUND).
 
 Every run uses the real helm (.venv/bin/helm) and the test charts (testing/charts) as the chart mirror.
@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from cluster.fixtures import running_cluster
 from stack_support import (
     SITE,
     UPSTREAM,
@@ -44,12 +45,11 @@ from stack_support import (
     stack_vars,
     write_verbs,
 )
-from standin.fixtures import running_cluster
 
 pytestmark = [
     pytest.mark.bench,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (the test charts' data and the CRDs)"),
 ]
 
 # Targets from the issues. No-op: issue 4 set 4x and issue 9 2.5x, asserted as given. Measured with the real helm
@@ -63,7 +63,7 @@ CONVERGE_TARGET = 0.5
 # Met, but by less than this machine's noise: asserted at 1.15x so a noisy run does not fail CI.
 INSTANT_BOUND = 1.15
 # Seconds a workload (Deployment, DaemonSet, StatefulSet, Job) takes to become ready on the
-# latency-modelling stand-in: less than real image pulls and pod starts take.
+# test control plane (kwok's stages with a delay): less than real image pulls and pod starts take.
 READY_AFTER = 10.0
 # The API verbs that write.
 WRITES = frozenset({"create", "update", "patch", "apply", "delete", "deletecollection"})
@@ -126,7 +126,7 @@ def why_failed(result) -> str:
 
 
 def baseline_run(workdir: Path, play: list[dict]) -> tuple[float, Any]:
-    """(seconds, result) of the sequential baseline on a new stand-in whose workloads are ready at once."""
+    """(seconds, result) of the sequential baseline on a new cluster whose workloads are ready at once."""
     baseline = workdir / "baseline-0.yml"
     baseline.write_text(yaml.safe_dump(play))
     with running_cluster(workdir / "baseline-0") as base:
@@ -193,7 +193,7 @@ def test_bench_standard_stack(tmp_path_factory):
           f"{instant['baseline']:.1f}s: {instant['ratio']:.2f}x (CPU only, target 1.0x, bound {INSTANT_BOUND}x); "
           f"API requests {instant['requests'][0]} vs {instant['requests'][1]}")
 
-    # With workloads ready after READY_AFTER, ours and the baseline run at the same time, each on a stand-in of its
+    # With workloads ready after READY_AFTER, ours and the baseline run at the same time, each on a cluster of its
     # own: both mostly wait (for readiness), so they barely compete for the cores, and what they do compete for
     # slows ours, the shorter run, more than the baseline: the ratio can only err against us.
     baseline = workdir / f"baseline-{READY_AFTER:g}.yml"
