@@ -64,3 +64,30 @@ def test_any_other_connection_option_is_left_to_the_module():
     # AWX's Kubernetes credential: host, token and certificate checks as K8S_AUTH_* variables.
     assert target({}, {"K8S_AUTH_HOST": "https://203.0.113.1", "K8S_AUTH_API_KEY": "t"}) is None
     assert target({"kubeconfig": "/k"}, {"K8S_AUTH_VERIFY_SSL": "false"}) is None
+
+
+def test_an_unreachable_cluster_is_named_with_the_socket_error():
+    import socket
+
+    # A bound port that nothing listens on: every connection to it is refused.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                  "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                  "users": [{"name": "u", "user": {"token": "t"}}],
+                  "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
+        with pytest.raises(kubeclient.KubeReadError) as failed:
+            kubeclient.connect(config)
+    assert str(failed.value) == f"cannot reach the cluster at https://127.0.0.1:{port}: Connection refused"
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    (type("ApiException", (Exception,), {"status": 401, "reason": "Unauthorized"})(), "401 Unauthorized"),
+    (type("MaxRetryError", (Exception,), {"reason": "HTTPSConnection(host='h', port=1): Failed to establish a new "
+                                                     "connection: [Errno -2] Name or service not known"})(),
+     "Name or service not known"),
+    (type("Odd", (Exception,), {"reason": None})(), "Odd"),
+])
+def test_reasons_are_short(error, reason):
+    assert kubeclient._reason(error) == reason

@@ -10,6 +10,7 @@ classes cost several times more to import) and work the same across client versi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -101,7 +102,8 @@ def connect(kubeconfig: str | dict[str, Any] = "", context: str = "", environ: M
     try:
         return DynamicClient(api_client)
     except Exception as error:  # discovery failed: the cluster is unreachable or refuses us
-        raise KubeReadError(f"cannot reach the cluster: {_reason(error)}") from None
+        where = getattr(api_client.configuration, "host", "") or "?"
+        raise KubeReadError(f"cannot reach the cluster at {where}: {_reason(error)}") from None
 
 
 def _in_cluster_only(environ: Mapping[str, str]) -> bool:
@@ -112,9 +114,14 @@ def _in_cluster_only(environ: Mapping[str, str]) -> bool:
 
 
 def _reason(error: Exception) -> str:
+    """An HTTP status and reason, or the socket error of a failed connection ("Connection refused") without
+    urllib3's wrapping of it."""
     status = getattr(error, "status", None)
     reason = getattr(error, "reason", None) or type(error).__name__
-    return f"{status} {reason}" if status else str(reason)
+    if status:
+        return f"{status} {reason}"
+    socket_error = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(reason))
+    return socket_error.group(1).strip() if socket_error else str(reason)
 
 
 def _resource(client: Any, api_version: str, kind: str) -> Any | None:
