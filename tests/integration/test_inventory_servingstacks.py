@@ -1,10 +1,12 @@
-"""The servingstacks inventory plugin through the real `ansible-inventory` (and `ansible`) against a stand-in management
-cluster (a test double of the Kubernetes API) that holds four ServingStacks: a Standard one with a status, a Dynamo
-one, one in a namespace the narrow inventories leave out, and an invalid one (listener port 70000 and an Envoy
-Gateway pin out of range: created under an older, looser CRD, as a CR from before a CRD tightening would be).
+"""The servingstacks inventory plugin through the real `ansible-inventory` (and `ansible`) against a real management
+cluster (testing/cluster) that holds four ServingStacks: a Standard one with a status, a Dynamo one, one in a
+namespace the narrow inventories leave out, and an invalid one (listener port 70000 and an Envoy Gateway pin out of
+range: created under an older, looser CRD, as a CR from before a CRD tightening would be).
 
-The stand-in accepts two bearer tokens: its kubeconfig's and API_KEY (what an AWX Kubernetes credential injects
-as K8S_AUTH_API_KEY); neither may appear in what the inventory prints."""
+The API server accepts two credentials: its kubeconfig's client certificate and the bearer token API_KEY (what an
+AWX Kubernetes credential injects as K8S_AUTH_API_KEY), which our token webhook (testing/cluster/token_webhook.py)
+accepts; a request without either is refused (anonymous-auth=false). Neither the token nor the kubeconfig's client
+key may appear in what the inventory prints."""
 
 from __future__ import annotations
 
@@ -12,19 +14,20 @@ import json
 import os
 import socket
 import subprocess
-from contextlib import contextmanager
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import PREFIX, outcome
-from standin.fixtures import REPO, VENV_BIN, running_cluster
+from cluster.fixtures import REPO, VENV_BIN, running_cluster
+from cluster.token_webhook import token_webhook
 
 pytestmark = [pytest.mark.playbook, pytest.mark.slow]
 
 API = "infrastructure.modelplane.ai/v1alpha1"
 CRD = REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"
-KUBECONFIG_TOKEN = "standin-test-double"  # the token in the stand-in's kubeconfig
+CRD_NAME = "servingstacks.infrastructure.modelplane.ai"
 API_KEY = "awx-management-token-7c41d9"
 PLUGIN = "modelplane.serving.servingstacks"
 
@@ -51,44 +54,54 @@ def looser_crd() -> dict:
     return crd
 
 
-def accepted(token: str) -> bool:
-    return token in {KUBECONFIG_TOKEN, API_KEY}
+def kubeconfig_key(management) -> str:
+    """The client key in the management cluster's kubeconfig (base64, as the file holds it): a secret."""
+    return yaml.safe_load(Path(management.kubeconfig).read_text())["users"][0]["user"]["client-key-data"]
 
 
-@contextmanager
-def kubectl_allowed(handle):
-    """No token check meanwhile: kubectl (client-go) sends no bearer token over the stand-in's plain HTTP."""
-    handle.standin.server.bearer_check = None
-    try:
-        yield
-    finally:
-        handle.standin.server.bearer_check = accepted
+def assert_no_credential(management, text: str) -> None:
+    assert API_KEY not in text
+    assert kubeconfig_key(management) not in text and "PRIVATE KEY" not in text
+
+
+def wait_for_the_tighter_schema(handle, timeout: float = 30) -> None:
+    """The API server serves an updated CRD's schema a moment after the update: probe with server-side dry runs."""
+    probe = yaml.safe_dump(servingstack("probe", "platform", {}, gateway={"listeners": [PORT_70000]}))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "65535" in handle.kubectl("create", "--dry-run=server", "-f", "-", check=False, input=probe).stderr:
+            return
+        time.sleep(0.3)
 
 
 @pytest.fixture(scope="module")
 def management(tmp_path_factory):
-    with running_cluster(tmp_path_factory.mktemp("management"), simulate_controllers=False,
-                         bearer_token=accepted) as handle:
-        with kubectl_allowed(handle):
-            handle.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
-                [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-                 for name in ("platform", "team-a", "sandbox")]))
-            handle.kubectl("apply", "-f", "-", input=yaml.safe_dump(looser_crd()))
-            handle.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(servingstack(
-                "broken-stack", "platform", {"fleet": "staging"},
-                gateway={"listeners": [PORT_70000]}, versions={"envoyGateway": "v1.9.0"})))
-            handle.kubectl("apply", "-f", str(CRD))
-            refused = handle.kubectl("apply", "-f", "-", check=False, input=yaml.safe_dump(servingstack(
-                "refused", "platform", {}, gateway={"listeners": [PORT_70000]})))
-            assert refused.returncode != 0 and "65535" in refused.stderr, "the real CRD must refuse port 70000"
-            handle.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all([
-                servingstack("west-gke-stack", "platform", {"fleet": "prod", "region": "us-west"}),
-                servingstack("east-dynamo", "team-a", {"fleet": "prod", "team": "ml-platform"}, stack="Dynamo"),
-                servingstack("scratch", "sandbox", {"fleet": "prod"}),
-            ]))
-            handle.kubectl("patch", "servingstack", "west-gke-stack", "-n", "platform", "--subresource=status",
-                           "--type=merge", "-p", json.dumps({"status": READY}))
-        # From here on every request needs one of the two tokens.
+    workdir = tmp_path_factory.mktemp("management")
+    # One node, no operator double: nothing is scheduled. The audit log counts the inventory's requests.
+    with token_webhook(workdir / "webhook", tokens={API_KEY}, anonymous=False) as webhook, \
+            running_cluster(workdir / "cluster", nodes=1, gpu_nodes=0, operator_double=False,
+                            apiserver_args=webhook.apiserver_args) as handle:
+        handle.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
+            [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+             for name in ("platform", "team-a", "sandbox")]))
+        handle.kubectl("apply", "-f", "-", input=yaml.safe_dump(looser_crd()))
+        handle.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD_NAME}")
+        handle.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(servingstack(
+            "broken-stack", "platform", {"fleet": "staging"},
+            gateway={"listeners": [PORT_70000]}, versions={"envoyGateway": "v1.9.0"})))
+        handle.kubectl("apply", "-f", str(CRD))
+        wait_for_the_tighter_schema(handle)
+        refused = handle.kubectl("apply", "-f", "-", check=False, input=yaml.safe_dump(servingstack(
+            "refused", "platform", {}, gateway={"listeners": [PORT_70000]})))
+        assert refused.returncode != 0 and "65535" in refused.stderr, "the real CRD must refuse port 70000"
+        handle.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all([
+            servingstack("west-gke-stack", "platform", {"fleet": "prod", "region": "us-west"}),
+            servingstack("east-dynamo", "team-a", {"fleet": "prod", "team": "ml-platform"}, stack="Dynamo"),
+            servingstack("scratch", "sandbox", {"fleet": "prod"}),
+        ]))
+        handle.kubectl("patch", "servingstack", "west-gke-stack", "-n", "platform", "--subresource=status",
+                       "--type=merge", "-p", json.dumps({"status": READY}))
+        # Every request needs the kubeconfig's client certificate or API_KEY.
         yield handle
 
 
@@ -235,24 +248,26 @@ def test_awx_credentials_from_the_environment_never_show(management, fleet_file)
     """AWX's Kubernetes credential: K8S_AUTH_HOST and K8S_AUTH_API_KEY, no kubeconfig at all."""
     bare = write_inventory(fleet_file.parent, "awx.servingstacks.yml", {})
     env = {"K8S_AUTH_HOST": management.url, "K8S_AUTH_API_KEY": API_KEY, "K8S_AUTH_VERIFY_SSL": "true",
+           "K8S_AUTH_SSL_CA_CERT": management.ca_file,
            "K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": str(fleet_file.parent / "no-such-kubeconfig")}
     inventory, output = listed_and_printed(management, bare, env=env)
     assert set(inventory["_meta"]["hostvars"]) == {WEST, EAST, BROKEN, SCRATCH}
     assert all(hostvars["servingstack_management"] == {} for hostvars in inventory["_meta"]["hostvars"].values())
-    assert API_KEY not in output and KUBECONFIG_TOKEN not in output
+    assert_no_credential(management, output)
 
 
 def test_a_token_in_the_file_is_used_but_never_shown(management, fleet_file):
     given = write_inventory(fleet_file.parent, "token.servingstacks.yml", {
-        "host": management.url, "api_key": API_KEY, "validate_certs": True})
+        "host": management.url, "api_key": API_KEY, "validate_certs": True, "ca_cert": management.ca_file})
     no_kubeconfig = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": "/nonexistent"}
     inventory, output = listed_and_printed(management, given, env=no_kubeconfig)
     assert set(inventory["_meta"]["hostvars"]) == {WEST, EAST, BROKEN, SCRATCH}
-    management_settings = {"host": management.url, "validate_certs": True}
+    management_settings = {"host": management.url, "validate_certs": True, "ca_cert": management.ca_file}
     assert inventory["_meta"]["hostvars"][WEST]["servingstack_management"] == management_settings
-    assert API_KEY not in output and KUBECONFIG_TOKEN not in output
+    assert_no_credential(management, output)
     graph_vars = run(management, "ansible-inventory", "-i", str(given), "--graph", "--vars", env=no_kubeconfig)
-    assert graph_vars.returncode == 0 and API_KEY not in graph_vars.stdout + graph_vars.stderr
+    assert graph_vars.returncode == 0
+    assert_no_credential(management, graph_vars.stdout + graph_vars.stderr)
 
 
 def test_every_host_runs_on_the_controller(management, fleet_file):
@@ -269,8 +284,10 @@ def free_port() -> int:
 
 
 @pytest.mark.parametrize("config,fragment", [
-    (lambda management: {"host": f"http://127.0.0.1:{free_port()}", "api_key": API_KEY}, "Connection refused"),
-    (lambda management: {"host": management.url, "api_key": "wrong-token"}, "401 Unauthorized"),
+    (lambda management: {"host": f"https://127.0.0.1:{free_port()}", "api_key": API_KEY,
+                         "ca_cert": management.ca_file}, "Connection refused"),
+    (lambda management: {"host": management.url, "api_key": "wrong-token", "ca_cert": management.ca_file},
+     "401 Unauthorized"),
 ], ids=["unreachable", "unauthorized"])
 def test_a_cluster_it_cannot_use_fails_naming_the_server(management, fleet_file, config, fragment):
     settings = config(management)
@@ -282,11 +299,12 @@ def test_a_cluster_it_cannot_use_fails_naming_the_server(management, fleet_file,
     assert "Traceback" not in result.stderr and API_KEY not in result.stderr
 
 
-def test_a_cluster_without_the_crd_says_so(fresh_cluster, tmp_path):
-    path = write_inventory(tmp_path, "fresh.servingstacks.yml", {"kubeconfig": fresh_cluster.kubeconfig})
-    result = run(fresh_cluster, "ansible-inventory", "-i", str(path), "--list")
+def test_a_cluster_without_the_crd_says_so(tmp_path):
+    with running_cluster(tmp_path / "cluster", nodes=1, gpu_nodes=0, operator_double=False, audit=False) as fresh:
+        path = write_inventory(tmp_path, "fresh.servingstacks.yml", {"kubeconfig": fresh.kubeconfig})
+        result = run(fresh, "ansible-inventory", "-i", str(path), "--list")
     assert result.returncode != 0
-    assert f"cannot list ServingStacks on the management cluster at {fresh_cluster.url}" in result.stderr
+    assert f"cannot list ServingStacks on the management cluster at {fresh.url}" in result.stderr
     assert f"it does not serve ServingStack ({API})" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 
@@ -295,14 +313,15 @@ def test_a_cached_inventory_reads_the_cluster_once(management, fleet_file, tmp_p
     cached = write_inventory(fleet_file.parent, "cached.servingstacks.yml", {
         "kubeconfig": management.kubeconfig, "cache": True, "cache_plugin": "ansible.builtin.jsonfile",
         "cache_connection": str(tmp_path / "cache"), "cache_timeout": 3600})
+    mark = management.audit_mark()
     first = listed(management, cached)
     assert os.listdir(tmp_path / "cache"), "the first run fills the cache"
-    before = management.stats()["total"]
+    assert management.requests_since(mark)["total"] > 0, "the first run reads the cluster"
+    mark = management.audit_mark()
     again = listed(management, cached)
-    assert management.stats()["total"] == before, "a cached run sends no request"
+    assert management.requests_since(mark)["total"] == 0, "a cached run sends no request"
     assert again == first
-    with kubectl_allowed(management):
-        management.kubectl("apply", "-f", "-", input=yaml.safe_dump(servingstack("late", "sandbox", {})))
+    management.kubectl("apply", "-f", "-", input=yaml.safe_dump(servingstack("late", "sandbox", {})))
     try:
         still = listed(management, cached)
         assert "sandbox/late" not in still["_meta"]["hostvars"]
@@ -311,5 +330,4 @@ def test_a_cached_inventory_reads_the_cluster_once(management, fleet_file, tmp_p
         assert "sandbox/late" in json.loads(flushed.stdout)["_meta"]["hostvars"]
         assert "sandbox/late" in listed(management, cached)["_meta"]["hostvars"], "the flush refreshed the cache"
     finally:
-        with kubectl_allowed(management):
-            management.kubectl("delete", "servingstack", "late", "-n", "sandbox")
+        management.kubectl("delete", "servingstack", "late", "-n", "sandbox")

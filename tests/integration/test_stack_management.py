@@ -1,35 +1,53 @@
 """A live ServingStack (the Standard example) on a management cluster of its own, reached the way AWX injects a
-Kubernetes credential (K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_VERIFY_SSL, plus K8S_AUTH_KUBECONFIG/KUBECONFIG),
-and a target cluster named by the spec's Kubeconfig secret: two stand-ins. The converge writes only to
-the target; the CR, its secret and its status stay on the management cluster. The tests run in order."""
+Kubernetes credential (K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_VERIFY_SSL, K8S_AUTH_SSL_CA_CERT, plus
+K8S_AUTH_KUBECONFIG/KUBECONFIG naming a kubeconfig with the same token), and a target cluster named by the spec's
+Kubeconfig secret: two real clusters (testing/cluster). The management cluster's API server takes the AWX token
+through our token webhook (testing/cluster/token_webhook.py) and refuses requests without credentials. The converge
+writes only to the target; the CR, its secret and its status stay on the management cluster. The tests run in
+order."""
 
 from __future__ import annotations
 
 import base64
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
-from stack_support import REPO, SITE, UPSTREAM, get, manifest, output, releases, stack_vars
-from standin.fixtures import running_cluster
+from cluster.fixtures import count_requests, running_cluster
+from cluster.token_webhook import token_kubeconfig, token_webhook
+from stack_support import REPO, SITE, UPSTREAM, audit_events, get, manifest, output, releases, stack_vars
 
 pytestmark = [
     pytest.mark.playbook,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the cluster)"),
 ]
 
 API = "infrastructure.modelplane.ai/v1alpha1"
 WRITES = {"create", "update", "patch", "apply", "delete", "deletecollection"}
+API_KEY = "awx-management-token-51e0b7"  # the AWX Kubernetes credential's bearer token
+AWX_USER = "awx-kubernetes-credential"  # whom the webhook says the token is
 
 
 @pytest.fixture(scope="module")
-def management(cluster, tmp_path_factory):
-    """A second stand-in holding the ServingStack CRD, the live CR and the target's Kubeconfig secret."""
-    with running_cluster(tmp_path_factory.mktemp("management"), simulate_controllers=False) as handle:
+def webhook(tmp_path_factory):
+    """The management cluster's token authenticator: API_KEY and nothing else."""
+    with token_webhook(tmp_path_factory.mktemp("webhook"), tokens={API_KEY}, anonymous=False,
+                       username=AWX_USER) as hook:
+        yield hook
+
+
+@pytest.fixture(scope="module")
+def management(cluster, webhook, tmp_path_factory):
+    """A second cluster holding the ServingStack CRD, the live CR and the target's Kubeconfig secret. One node and
+    no operator double: nothing runs there."""
+    workdir = tmp_path_factory.mktemp("management")
+    with running_cluster(workdir, nodes=1, gpu_nodes=0, operator_double=False,
+                         apiserver_args=webhook.apiserver_args) as handle:
         handle.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
+        handle.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                       "crd/servingstacks.infrastructure.modelplane.ai")
         doc = manifest()
         doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
         kubeconfig = base64.b64encode(Path(cluster.kubeconfig).read_bytes()).decode()
@@ -39,43 +57,53 @@ def management(cluster, tmp_path_factory):
              "type": "Opaque", "data": {"kubeconfig": kubeconfig}},
             doc,
         ]))
+        # The kubeconfig of the AWX job: the management cluster, its CA, and the credential's token (no client
+        # certificate: every request of the run to the management cluster is the token's).
+        path = awx_kubeconfig(handle)
+        path.write_text(yaml.safe_dump(token_kubeconfig(handle.url, handle.ca_file, API_KEY, name="management")))
+        path.chmod(0o600)
         yield handle
+
+
+def awx_kubeconfig(management) -> Path:
+    return Path(management.workdir) / "awx.kubeconfig"
 
 
 def awx_env(management, private: Path) -> dict[str, str]:
     """What an AWX job with a Kubernetes credential for the management cluster has in its environment."""
     return {
         "K8S_AUTH_HOST": management.url,
-        "K8S_AUTH_API_KEY": "standin-test-double",
-        "K8S_AUTH_VERIFY_SSL": "False",
-        "K8S_AUTH_KUBECONFIG": management.kubeconfig,
-        "KUBECONFIG": management.kubeconfig,
+        "K8S_AUTH_API_KEY": API_KEY,
+        "K8S_AUTH_VERIFY_SSL": "True",
+        "K8S_AUTH_SSL_CA_CERT": management.ca_file,
+        "K8S_AUTH_KUBECONFIG": str(awx_kubeconfig(management)),
+        "KUBECONFIG": str(awx_kubeconfig(management)),
         "TMPDIR": str(private),
     }
 
 
 def converge(cluster, management, **more):
-    """site.yml on the live CR (no servingstack_kubeconfig): returns the run and the management cluster's writes."""
+    """site.yml on the live CR (no servingstack_kubeconfig): returns the run, the management cluster's writes
+    ("verb resource" -> count) and the run's requests to it (its audit log's events)."""
     extra = stack_vars(cluster, servingstack_name="west-gke-stack", servingstack_namespace="platform", **more)
     del extra["servingstack_definition"], extra["servingstack_kubeconfig"]
     private = Path(tempfile.mkdtemp(dir=cluster.workdir))
-    before = management.stats()
+    mark = management.audit_mark()
     result = cluster.run_playbook(SITE, extra_vars=extra, env={**awx_env(management, private),
                                                                **more.pop("env", {})})
-    after = management.stats()
-    writes = {key: n for key, n in (Counter(after["resources"]) - Counter(before["resources"])).items()
-              if key.split(" ")[0] in WRITES}
+    events = audit_events(management, mark)
+    writes = {key: n for key, n in count_requests(events)["resources"].items() if key.split(" ")[0] in WRITES}
     # kubernetes.core leaves its discovery cache (k8srcp-*.json) there; our private files must be gone.
     left = [path.name for path in private.iterdir() if "kubeconfig" in path.name or "servingstack" in path.name]
     assert left == [], f"temporary files were left behind: {left}"
-    return result, writes
+    return result, writes, events
 
 
 def live(management) -> dict:
     return get(management, API, "ServingStack", "west-gke-stack", "platform")
 
 
-# The stand-in counts a /status patch under the resource itself.
+# The audit log's objectRef names the resource; the counts leave the subresource out: a /status patch is this.
 STATUS_PATCH = "patch servingstacks.infrastructure.modelplane.ai"
 
 
@@ -85,10 +113,10 @@ def conditions(doc: dict) -> dict[str, dict]:
 
 def test_a_failed_converge_is_recorded_in_the_live_status(cluster, management):
     generation = live(management)["metadata"]["generation"]
-    # An admission webhook denies cert-manager's Deployments: its atomic install fails and is rolled back.
-    allow = cluster.api.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
+    # A ValidatingAdmissionPolicy denies cert-manager's Deployments: its atomic install fails and is rolled back.
+    allow = cluster.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
     try:
-        result, writes = converge(cluster, management)
+        result, writes, _ = converge(cluster, management)
     finally:
         allow()
     assert result.rc != 0, output(result)
@@ -98,7 +126,8 @@ def test_a_failed_converge_is_recorded_in_the_live_status(cluster, management):
     assert (ready["status"], ready["reason"]) == ("False", "CertManagerFailed"), ready
     assert (synced["status"], synced["reason"]) == ("False", "CertManagerFailed"), synced
     assert ready["message"].startswith("cert_manager: "), ready
-    assert "denied the request" in ready["message"], ready
+    # The API server's refusal, in a ValidatingAdmissionPolicy's wording ("... with binding ... denied request: ...").
+    assert "denied request" in ready["message"], ready
     assert "trust_manager: not attempted: it needs cert_manager, which did not converge" in ready["message"], ready
     assert ready["observedGeneration"] == generation == status["observedGeneration"]
     components = {entry["name"]: entry for entry in status["components"]}
@@ -109,8 +138,9 @@ def test_a_failed_converge_is_recorded_in_the_live_status(cluster, management):
     assert status["gateway"]["address"]
 
 
-def test_the_converge_writes_to_the_target_only(cluster, management):
-    result, writes = converge(cluster, management, servingstack_write_status=False)
+def test_the_converge_writes_to_the_target_only(cluster, management, webhook):
+    webhook.reviews.clear()
+    result, writes, events = converge(cluster, management, servingstack_write_status=False)
     assert result.rc == 0, output(result)
     assert writes == {}, writes
     found = releases(cluster)
@@ -119,14 +149,18 @@ def test_the_converge_writes_to_the_target_only(cluster, management):
     # The live CR was read from the management cluster (the target has no ServingStack CRD at all).
     assert get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
                "servingstacks.infrastructure.modelplane.ai") is None
-    assert any(key.startswith("get servingstacks") for key in management.stats()["resources"])
+    assert any(key.startswith("get servingstacks") for key in count_requests(events)["resources"]), events
+    # ... with the AWX credential's token: every request of the run was the token's user (only the webhook says
+    # AWX_USER), and no other token was shown to the management cluster.
+    assert {event["user"]["username"] for event in events} == {AWX_USER}
+    assert webhook.refused() == []
     assert get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", "envoy-gateway-system") \
         or get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", "modelplane-system")
 
 
 def test_a_good_converge_is_ready_with_versions_and_keeps_the_transition_times(cluster, management):
     before = conditions(live(management))
-    result, writes = converge(cluster, management)
+    result, writes, _ = converge(cluster, management)
     assert result.rc == 0, output(result)
     assert set(writes) == {STATUS_PATCH}, writes
     doc = live(management)
@@ -143,7 +177,7 @@ def test_a_good_converge_is_ready_with_versions_and_keeps_the_transition_times(c
     assert components["cert_manager"]["version"] == doc["spec"]["versions"]["certManager"]
     assert components["envoy_gateway"]["version"] == doc["spec"]["versions"]["envoyGateway"]
     # Nothing changed: the status is not written again, and the transition times stay.
-    result, writes = converge(cluster, management)
+    result, writes, _ = converge(cluster, management)
     assert result.rc == 0, output(result)
     assert writes == {}, writes
     assert conditions(live(management)) == conditions(doc)

@@ -1,12 +1,13 @@
-"""Every cloud identity type against local stand-ins of its token service and a Kubernetes API that demands the token.
+"""Every cloud identity type against local fakes of its token service and a real API server that demands the token.
 
 The fake Google token URI, STS and Nebius IAM (testing/doubles/fake_clouds.py) verify signatures and forms; the
-API stand-in (testing/standin, `bearer_token=`) answers 401 Unauthorized without the token the fakes handed out.
+real API server (testing/cluster, one per module) authenticates bearer tokens through our token webhook
+(testing/cluster/token_webhook.py), which asks the fakes (`FakeClouds.accepts`): it answers 401 Unauthorized
+without a token they handed out, and without any credentials (anonymous-auth=false).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -19,17 +20,19 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
+from cluster.fixtures import running_cluster
+from cluster.token_webhook import token_kubeconfig, token_webhook
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from doubles.fake_clouds import FakeClouds, b64url_decode, fake_clouds_fixture  # noqa: F401  # pylint: disable=unused-import
 from doubles.token_endpoint import pem_private_key
-from standin import StandIn
-from standin import kubeconfig as standin_kubeconfig
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 WHERE = "spec.secrets[1]"
 EKS_ARN = "arn:aws:eks:eu-west-1:123456789012:cluster/west-eks"
 WEB_IDENTITY_TOKEN = "eyJhbGciOiJSUzI1NiJ9.web-identity-token-payload.signature-part"
+# The token a target's kubeconfig carries: the module replaces it with the identity's; the API server refuses it.
+KUBECONFIG_TOKEN = "kubeconfig-token-not-the-identity"
 
 
 @pytest.fixture(scope="module")
@@ -258,54 +261,76 @@ def test_the_plugin_answers_from_its_cache_and_refreshes_near_expiry(fake_clouds
     assert credential["kind"] == "ExecCredential" and credential["status"]["token"] == refreshed.token
 
 
-# --------------------------------------------------------------------------- the API stand-in's bearer check
+# --------------------------------------------------------------------------- the API server's token check
 
 
-def test_the_standin_answers_401_without_the_expected_bearer_token():
+@pytest.fixture(scope="module")
+def token_cluster(tmp_path_factory):
+    """One real cluster for the module whose API server takes bearer tokens through our webhook and refuses
+    requests without credentials; the kubeconfig's client certificate (the admin) keeps working."""
+    workdir = tmp_path_factory.mktemp("identities")
+    with token_webhook(workdir / "webhook", anonymous=False) as webhook, \
+            running_cluster(workdir / "cluster", nodes=1, gpu_nodes=0, operator_double=False, audit=False,
+                            apiserver_args=webhook.apiserver_args) as handle:
+        yield handle, webhook
+
+
+@pytest.fixture
+def target(token_cluster):
+    """The cluster and its webhook, accepting nothing until the test says what (``tokens``, ``accept``)."""
+    handle, webhook = token_cluster
+    webhook.tokens.clear()
+    webhook.accept = None
+    webhook.reviews.clear()
+    yield handle, webhook
+    webhook.tokens.clear()
+    webhook.accept = None
+
+
+def test_the_api_server_answers_401_without_an_accepted_bearer_token(target):
+    import ssl
     import urllib.error
     import urllib.request
 
-    with StandIn(bearer_token="right-token") as standin:
-        def get(token: str | None) -> tuple[int, dict]:
-            request = urllib.request.Request(standin.url + "/api/v1/namespaces")
-            if token:
-                request.add_header("Authorization", f"Bearer {token}")
-            try:
-                with urllib.request.urlopen(request) as response:
-                    return response.status, json.loads(response.read())
-            except urllib.error.HTTPError as error:
-                return error.code, json.loads(error.read())
+    cluster, webhook = target
+    webhook.tokens.add("right-token")
+    context = ssl.create_default_context(cafile=cluster.ca_file)
 
-        for token in (None, "wrong-token"):
-            code, status = get(token)
-            assert (code, status["reason"], status["message"]) == (401, "Unauthorized", "Unauthorized")
-        assert get("right-token")[0] == 200
+    def get(token: str | None) -> tuple[int, dict]:
+        request = urllib.request.Request(cluster.url + "/api/v1/namespaces")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    for token in (None, "wrong-token"):
+        code, status = get(token)
+        assert (code, status["reason"], status["message"]) == (401, "Unauthorized", "Unauthorized")
+    assert get("right-token")[0] == 200
+    assert [(review.token, bool(review.username)) for review in webhook.reviews] == [
+        ("wrong-token", False), ("right-token", True)]
 
 
 # --------------------------------------------------------------------------- module -> kubeconfig -> cluster read
 
 
-def tls_standin(bearer_token, tmp_path: Path) -> StandIn:
-    """A started stand-in behind TLS (the fake clouds' localhost certificate): client-go (helm, kubectl) sends
-    credentials only over TLS (kubernetes/kubectl#744)."""
-    import ssl
-
-    standin = StandIn(bearer_token=bearer_token)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
-    standin.server.socket = context.wrap_socket(standin.server.socket, server_side=True)
-    return standin.start()
+def target_kubeconfig(cluster, name: str) -> str:
+    """The target cluster's kubeconfig as a Kubeconfig secret would hold it: the real API server, its CA, and a
+    token the API server refuses (the module must authenticate as the identity instead)."""
+    return yaml.safe_dump(token_kubeconfig(cluster.url, cluster.ca_file, token=KUBECONFIG_TOKEN, name=name))
 
 
-def tls_kubeconfig(standin: StandIn, tmp_path: Path, name: str) -> str:
-    config = standin_kubeconfig(standin.url.replace("http://127.0.0.1", "https://localhost"), name=name)
-    config["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(
-        (tmp_path / "cert.pem").read_bytes()).decode()
-    return yaml.safe_dump(config)
+def without_cluster_env() -> dict[str, str]:
+    """This process's environment without the admin kubeconfig running_cluster puts there: only the kubeconfig
+    the module writes may reach the cluster."""
+    return {key: value for key, value in os.environ.items() if key not in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")}
 
 
-def _run_module_and_read(tmp_path: Path, standin: StandIn, identity_type: str, credential: str, ca_file: str,
-                         cluster_name: str = "standin") -> subprocess.CompletedProcess[str]:
+def _run_module_and_read(tmp_path: Path, cluster, identity_type: str, credential: str, ca_file: str,
+                         cluster_name: str = "target") -> subprocess.CompletedProcess[str]:
     """The servingstack_kubeconfig module, then kubernetes.core.k8s_info with the kubeconfig, under -vvv."""
     dest = tmp_path / "kubeconfig"
     play = [{
@@ -314,7 +339,7 @@ def _run_module_and_read(tmp_path: Path, standin: StandIn, identity_type: str, c
         "tasks": [
             {"name": "Write the kubeconfig.", "no_log": True, "register": "written",
              "modelplane.serving.servingstack_kubeconfig": {
-                 "kubeconfig": tls_kubeconfig(standin, tmp_path, cluster_name),
+                 "kubeconfig": target_kubeconfig(cluster, cluster_name),
                  "dest": str(dest), "identity_type": identity_type, "identity_credential": credential,
                  "identity_path": WHERE, "ca_file": ca_file}},
             {"name": "Read namespaces as that identity.", "register": "read",
@@ -325,7 +350,7 @@ def _run_module_and_read(tmp_path: Path, standin: StandIn, identity_type: str, c
     }]
     path = tmp_path / "play.yml"
     path.write_text(yaml.safe_dump(play))
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+    env = {**without_cluster_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
            "ANSIBLE_NOCOLOR": "1"}
     return subprocess.run(
@@ -335,62 +360,66 @@ def _run_module_and_read(tmp_path: Path, standin: StandIn, identity_type: str, c
 
 
 @pytest.mark.parametrize("kind", ["google", "aws", "nebius"])
-def test_each_identity_reads_a_cluster_that_demands_its_token(fake_clouds, rsa_key, tmp_path, kind):
+def test_each_identity_reads_a_cluster_that_demands_its_token(fake_clouds, rsa_key, tmp_path, kind, target):
     register(fake_clouds, rsa_key)
     identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
-    standin = tls_standin(fake_clouds.accepts, tmp_path)
-    try:
-        result = _run_module_and_read(tmp_path, standin, identity_type, credential, fake_clouds.cert_file,
-                                      cluster_name=EKS_ARN if kind == "aws" else "standin")
-        output = result.stdout + result.stderr
-        assert result.returncode == 0, output
-        assert f"namespaces as {identity_type}" in output
-        assert fake_clouds.rejected == []
-        # The kubeconfig's user is the exec plugin; its directory and files are private.
-        dest = tmp_path / "kubeconfig"
-        identity_dir = tmp_path / "kubeconfig.identity"
-        assert stat.S_IMODE(identity_dir.stat().st_mode) == 0o700
-        for path in (dest, *identity_dir.iterdir()):
-            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
-        config = yaml.safe_load(dest.read_text())
-        user_name = config["contexts"][0]["context"]["user"]
-        user = next(u["user"] for u in config["users"] if u["name"] == user_name)
-        assert set(user) == {"exec"}
-        assert user["exec"]["args"] == [str(identity_dir / "plugin.py"), str(identity_dir / "config.json")]
-        # The Python client, run anew, reads through the plugin too.
-        from kubernetes import client as kclient
-        from kubernetes import config as kconfig
+    cluster, webhook = target
+    webhook.accept = fake_clouds.accepts
+    result = _run_module_and_read(tmp_path, cluster, identity_type, credential, fake_clouds.cert_file,
+                                  cluster_name=EKS_ARN if kind == "aws" else "target")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert f"namespaces as {identity_type}" in output
+    assert fake_clouds.rejected == []
+    # The API server asked the webhook: the read went through a token the fake cloud issued.
+    assert webhook.accepted() and webhook.refused() == []
+    # The kubeconfig's user is the exec plugin; its directory and files are private.
+    dest = tmp_path / "kubeconfig"
+    identity_dir = tmp_path / "kubeconfig.identity"
+    assert stat.S_IMODE(identity_dir.stat().st_mode) == 0o700
+    for path in (dest, *identity_dir.iterdir()):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    config = yaml.safe_load(dest.read_text())
+    user_name = config["contexts"][0]["context"]["user"]
+    user = next(u["user"] for u in config["users"] if u["name"] == user_name)
+    assert set(user) == {"exec"}
+    assert user["exec"]["args"] == [str(identity_dir / "plugin.py"), str(identity_dir / "config.json")]
+    # The Python client, run anew, reads through the plugin too.
+    from kubernetes import client as kclient
+    from kubernetes import config as kconfig
 
-        api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=str(dest)))
-        assert api.list_namespace().items is not None
-        # So do the real helm and kubectl (client-go's exec credential support).
-        for tool in (["kubectl", "get", "namespaces"], ["helm", "list", "--all-namespaces", "--output", "json"]):
-            run = subprocess.run([str(BIN / tool[0]), *tool[1:], "--kubeconfig", str(dest)], capture_output=True,
-                                 text=True, timeout=120, check=False, env={**os.environ, "HOME": str(tmp_path)})
-            assert run.returncode == 0, run.stderr
-        assert fake_clouds.rejected == []
-        # A long run: the cached token is about to expire, so the next client gets a freshly minted one.
-        cache = identity_dir / "token.json"
-        stale = json.loads(cache.read_text())
-        ci.store_token(str(cache), ci.Minted(stale["token"], int(ci.time.time()) + 60))
-        minted_before = len(fake_clouds.issued) + len(fake_clouds.sts_credentials)
-        run = subprocess.run([str(BIN / "kubectl"), "get", "namespaces", "--kubeconfig", str(dest)],
-                             capture_output=True, text=True, timeout=120, check=False)
+    api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=str(dest)))
+    assert api.list_namespace().items is not None
+    # So do the real helm and kubectl (client-go's exec credential support).
+    for tool in (["kubectl", "get", "namespaces"], ["helm", "list", "--all-namespaces", "--output", "json"]):
+        run = subprocess.run([str(BIN / tool[0]), *tool[1:], "--kubeconfig", str(dest)], capture_output=True,
+                             text=True, timeout=120, check=False, env={**without_cluster_env(), "HOME": str(tmp_path)})
         assert run.returncode == 0, run.stderr
-        assert len(fake_clouds.issued) + len(fake_clouds.sts_credentials) == minted_before + 1
-        assert json.loads(cache.read_text())["token"] != stale["token"]
-        tokens = [*fake_clouds.issued, *(part for pair in fake_clouds.sts_credentials.values() for part in pair)]
-        assert_no_secret(output, "k8s-aws-v1.", *tokens)
-        assert "PRIVATE" not in dest.read_text()
-    finally:
-        standin.stop()
+    assert fake_clouds.rejected == []
+    # A long run: the cached token is about to expire, so the next client gets a freshly minted one.
+    cache = identity_dir / "token.json"
+    stale = json.loads(cache.read_text())
+    ci.store_token(str(cache), ci.Minted(stale["token"], int(ci.time.time()) + 60))
+    minted_before = len(fake_clouds.issued) + len(fake_clouds.sts_credentials)
+    run = subprocess.run([str(BIN / "kubectl"), "get", "namespaces", "--kubeconfig", str(dest)],
+                         capture_output=True, text=True, timeout=120, check=False, env=without_cluster_env())
+    assert run.returncode == 0, run.stderr
+    assert len(fake_clouds.issued) + len(fake_clouds.sts_credentials) == minted_before + 1
+    fresh = json.loads(cache.read_text())["token"]
+    assert fresh != stale["token"]
+    assert webhook.accepted()[-1] == fresh, "the API server was last shown the fresh token"
+    tokens = [*fake_clouds.issued, *(part for pair in fake_clouds.sts_credentials.values() for part in pair)]
+    assert_no_secret(output, "k8s-aws-v1.", *tokens)
+    assert "PRIVATE" not in dest.read_text()
 
 
-def test_a_wrong_key_through_the_module_fails_clearly_and_shows_no_secret(fake_clouds, rsa_key, other_key, tmp_path):
+def test_a_wrong_key_through_the_module_fails_clearly_and_shows_no_secret(fake_clouds, rsa_key, other_key, tmp_path,
+                                                                         target):
     register(fake_clouds, rsa_key)
     credential = nebius_key(fake_clouds, other_key)
-    with StandIn(bearer_token=fake_clouds.accepts) as standin:
-        result = _run_module_and_read(tmp_path, standin, ci.NEBIUS, credential, fake_clouds.cert_file)
+    cluster, webhook = target
+    webhook.accept = fake_clouds.accepts
+    result = _run_module_and_read(tmp_path, cluster, ci.NEBIUS, credential, fake_clouds.cert_file)
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert f"{WHERE}: the token endpoint returned no access_token (invalid_grant)" in output
@@ -400,18 +429,22 @@ def test_a_wrong_key_through_the_module_fails_clearly_and_shows_no_secret(fake_c
         assert key_body[chunk:chunk + 24] not in output
     assert_no_secret(output)
     assert not (tmp_path / "kubeconfig").exists()
+    assert webhook.reviews == [], "the module failed before any request to the cluster"
 
 
-def test_an_unauthenticated_kubeconfig_gets_401_from_the_standin(tmp_path):
-    with StandIn(bearer_token="only-this") as standin:
-        path = standin.write_kubeconfig(tmp_path / "kubeconfig")
-        from kubernetes import client as kclient
-        from kubernetes import config as kconfig
+@pytest.mark.parametrize("token", [KUBECONFIG_TOKEN, None], ids=["refused-token", "no-credentials"])
+def test_an_unauthenticated_kubeconfig_gets_401_from_the_api_server(tmp_path, target, token):
+    from kubernetes import client as kclient
+    from kubernetes import config as kconfig
 
-        api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=str(path)))
-        with pytest.raises(kclient.ApiException) as error:
-            api.list_namespace()
-        assert error.value.status == 401
+    cluster, webhook = target
+    webhook.tokens.add("only-this")
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(token_kubeconfig(cluster.url, cluster.ca_file, token=token)))
+    api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=str(path)))
+    with pytest.raises(kclient.ApiException) as error:
+        api.list_namespace()
+    assert error.value.status == 401
 
 
 def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
@@ -435,53 +468,56 @@ def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["aws", "nebius"])
-def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, tmp_path, kind):
+def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, tmp_path, kind, target):
     """roles/servingstack connect.yml (credentials.yml) -> k8s_info on the target as the identity -> disconnect.yml
-    removes the private directory with the kubeconfig and the identity's files in it."""
+    removes the private directory with the kubeconfig and the identity's files in it. One real cluster plays both:
+    the management cluster (its admin kubeconfig holds the secrets) and the target (reached by the token alone)."""
     from kubernetes import client as kclient
     from kubernetes import config as kconfig
 
     register(fake_clouds, rsa_key)
     identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
-    with StandIn() as management, StandIn(bearer_token=fake_clouds.accepts) as target:
-        api = kclient.CoreV1Api(kconfig.new_client_from_config(
-            config_file=str(management.write_kubeconfig(tmp_path / "management"))))
-        api.create_namespace({"metadata": {"name": "platform"}})
-        target_kubeconfig = yaml.safe_dump(standin_kubeconfig(target.url, name=EKS_ARN))
-        for name, key, value in (("west-kubeconfig", "kubeconfig", target_kubeconfig),
-                                 ("west-identity", "credentials.json", credential)):
-            api.create_namespaced_secret("platform", {"metadata": {"name": name}, "stringData": {key: value}})
-        spec = {"secrets": [{"type": "Kubeconfig", "name": "west-kubeconfig", "key": "kubeconfig"},
-                            {"type": identity_type, "name": "west-identity", "key": "credentials.json"}]}
-        play = [{
-            "name": "Credentials through the role", "hosts": "localhost", "connection": "local",
-            "gather_facts": False,
-            "vars": {"servingstack_spec": spec, "servingstack_manifest": {"metadata": {"namespace": "platform"}}},
-            "tasks": [
-                {"name": "Fetch the credentials.", "ansible.builtin.include_role": {
-                    "name": "modelplane.serving.servingstack", "tasks_from": "connect"}},
-                {"name": "Read the target.", "register": "read", "kubernetes.core.k8s_info": {
-                    "kubeconfig": "{{ servingstack_target_kubeconfig }}", "kind": "Namespace", "api_version": "v1"}},
-                {"name": "Remember the paths.", "ansible.builtin.set_fact": {
-                    "written": "{{ servingstack_target_kubeconfig }}"}},
-                {"name": "Clean up.", "ansible.builtin.include_role": {
-                    "name": "modelplane.serving.servingstack", "tasks_from": "disconnect"}},
-                {"name": "Report.", "ansible.builtin.debug": {"msg": "wrote {{ written }}"}},
-            ],
-        }]
-        (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
-               "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-               "K8S_AUTH_KUBECONFIG": str(tmp_path / "management"), "ANSIBLE_NOCOLOR": "1",
-               # The role passes no CA file: the fake clouds' CA is trusted the way a private CA would be.
-               "SSL_CERT_FILE": fake_clouds.cert_file}
-        result = subprocess.run(
-            [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
-             "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    cluster, webhook = target
+    webhook.accept = fake_clouds.accepts
+    namespace = f"platform-{kind}"
+    api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=cluster.kubeconfig))
+    api.create_namespace({"metadata": {"name": namespace}})
+    for name, key, value in (("west-kubeconfig", "kubeconfig", target_kubeconfig(cluster, EKS_ARN)),
+                             ("west-identity", "credentials.json", credential)):
+        api.create_namespaced_secret(namespace, {"metadata": {"name": name}, "stringData": {key: value}})
+    spec = {"secrets": [{"type": "Kubeconfig", "name": "west-kubeconfig", "key": "kubeconfig"},
+                        {"type": identity_type, "name": "west-identity", "key": "credentials.json"}]}
+    play = [{
+        "name": "Credentials through the role", "hosts": "localhost", "connection": "local",
+        "gather_facts": False,
+        "vars": {"servingstack_spec": spec, "servingstack_manifest": {"metadata": {"namespace": namespace}}},
+        "tasks": [
+            {"name": "Fetch the credentials.", "ansible.builtin.include_role": {
+                "name": "modelplane.serving.servingstack", "tasks_from": "connect"}},
+            {"name": "Read the target.", "register": "read", "kubernetes.core.k8s_info": {
+                "kubeconfig": "{{ servingstack_target_kubeconfig }}", "kind": "Namespace", "api_version": "v1"}},
+            {"name": "Remember the paths.", "ansible.builtin.set_fact": {
+                "written": "{{ servingstack_target_kubeconfig }}"}},
+            {"name": "Clean up.", "ansible.builtin.include_role": {
+                "name": "modelplane.serving.servingstack", "tasks_from": "disconnect"}},
+            {"name": "Report.", "ansible.builtin.debug": {"msg": "wrote {{ written }}"}},
+        ],
+    }]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    env = {**without_cluster_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+           "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1",
+           # The role passes no CA file: the fake clouds' CA is trusted the way a private CA would be.
+           "SSL_CERT_FILE": fake_clouds.cert_file}
+    result = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
+         "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert fake_clouds.rejected == [] and (fake_clouds.issued or fake_clouds.sts_credentials)
+    # The target was read with the identity's token (the management reads with the admin's client certificate).
+    assert webhook.accepted() and webhook.refused() == []
     written = Path(re.search(r"wrote (/\S+/kubeconfig)\s", output).group(1))
     assert written.parent.name.endswith(".servingstack")
     assert not written.parent.exists()

@@ -1,5 +1,5 @@
 """The servingstack_component, servingstack_status, servingstack_objects and helm_client_version lookups (the status
-and objects lookups against the API stand-in)."""
+and objects lookups against a real API server: testing/cluster, one per module)."""
 
 from __future__ import annotations
 
@@ -149,25 +149,27 @@ def test_the_component_lookup_takes_a_live_crossplane_xr_and_envoy_gateway_v1_8_
 
 
 @pytest.fixture(scope="module")
-def standin(tmp_path_factory):
-    from standin import StandIn
+def api(tmp_path_factory):
+    """A real cluster for the module's reads: (its handle, its kubeconfig). One node and no operator double: the
+    tests only read and write objects."""
+    from cluster.fixtures import running_cluster
 
-    with StandIn() as server:
-        path = server.write_kubeconfig(tmp_path_factory.mktemp("lookup") / "kubeconfig")
-        yield server, str(path)
+    with running_cluster(tmp_path_factory.mktemp("lookup"), nodes=1, gpu_nodes=0, operator_double=False,
+                         audit=False) as handle:
+        yield handle, handle.kubeconfig
 
 
 def read_status(kubeconfig, **options):
     return run_lookup(servingstack_status, [], kubeconfig=kubeconfig, **options)[0]
 
 
-def test_status_is_empty_before_the_gateway_exists(standin):
-    kubeconfig = standin[1]
+def test_status_is_empty_before_the_gateway_exists(api):
+    kubeconfig = api[1]
     assert read_status(kubeconfig, hostname="a.example.com") == {}
 
 
-def test_status_reads_the_address_and_the_published_ca(standin):
-    kubeconfig = standin[1]
+def test_status_reads_the_address_and_the_published_ca(api):
+    kubeconfig = api[1]
     from kubernetes import client, config
 
     api = config.new_client_from_config(config_file=kubeconfig)
@@ -195,8 +197,8 @@ def read_objects(kubeconfig, *terms):
     return run_lookup(servingstack_objects, terms, kubeconfig=kubeconfig)
 
 
-def test_objects_reads_named_objects_lists_and_absent_ones_in_term_order(standin):
-    kubeconfig = standin[1]
+def test_objects_reads_named_objects_lists_and_absent_ones_in_term_order(api):
+    kubeconfig = api[1]
     from kubernetes import client, config
 
     core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
@@ -219,12 +221,12 @@ def test_objects_reads_named_objects_lists_and_absent_ones_in_term_order(standin
     assert found[3] is None and found[4] == []
 
 
-def test_objects_refuses_a_term_without_kind_and_names_a_bad_kubeconfig(standin, tmp_path):
+def test_objects_refuses_a_term_without_kind_and_names_a_bad_kubeconfig(api, tmp_path):
     with pytest.raises(AnsibleLookupError, match="each term needs apiVersion and kind"):
-        read_objects(standin[1], {"apiVersion": "v1"})
+        read_objects(api[1], {"apiVersion": "v1"})
     with pytest.raises(AnsibleLookupError, match="servingstack_objects: cannot load the kubeconfig"):
         read_objects(str(tmp_path / "missing"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
-    assert read_objects(standin[1]) == []
+    assert read_objects(api[1]) == []
 
 
 def stub_helm(tmp_path: Path, script: str) -> str:

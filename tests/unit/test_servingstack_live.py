@@ -1,31 +1,38 @@
-"""The CRD on the Kubernetes API stand-in, and servingstack_spec reading a live ServingStack from it.
+"""The CRD on a real API server (testing/cluster), and servingstack_spec reading a live ServingStack from it.
 
-The stand-in applies the CRD's structural schema, defaults and CEL rules like an API server, so this
-checks the CRD as Kubernetes would take it, and the module's ``name``/``namespace`` source end to end.
+The API server applies the CRD's structural schema, defaults and CEL rules, so this checks the CRD as Kubernetes
+takes it, and the module's ``name``/``namespace`` source end to end. The raw API calls authenticate with a bearer
+token our token webhook (testing/cluster/token_webhook.py) accepts, over TLS verified with the cluster's CA.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 
 import pytest
 import yaml
+from cluster.fixtures import running_cluster
+from cluster.token_webhook import token_webhook
 from servingstack_docs import CRD_FILE, load_example
-from standin.fixtures import running_cluster
 
 pytestmark = pytest.mark.playbook
 
 BASE = "/apis/infrastructure.modelplane.ai/v1alpha1/namespaces/platform/servingstacks"
+TOKEN = "servingstack-live-test-token"  # the bearer token the webhook accepts for the raw calls
 
 
-def call(url: str, method: str, path: str, body: object = None) -> tuple[int, dict]:
+def call(cluster, method: str, path: str, body: object = None) -> tuple[int, dict]:
+    """One raw API request to ``cluster`` (a handle) with the token; its status code and JSON body."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    request = urllib.request.Request(cluster.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", "Accept": "application/json",
+                                              "Authorization": f"Bearer {TOKEN}"})
+    context = ssl.create_default_context(cafile=cluster.ca_file)
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=30, context=context) as response:
             return response.status, json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
@@ -33,18 +40,28 @@ def call(url: str, method: str, path: str, body: object = None) -> tuple[int, di
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with running_cluster(tmp_path_factory.mktemp("servingstack"), simulate_controllers=False) as handle:
-        code, body = call(handle.url, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    workdir = tmp_path_factory.mktemp("servingstack")
+    with token_webhook(workdir / "webhook", tokens={TOKEN}) as webhook, \
+            running_cluster(workdir / "cluster", nodes=1, gpu_nodes=0, operator_double=False,
+                            apiserver_args=webhook.apiserver_args) as handle:
+        code, body = call(handle, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                           yaml.safe_load(CRD_FILE.read_text()))
         assert code == 201, body
-        code, body = call(handle.url, "POST", "/api/v1/namespaces",
+        wait_established(handle)
+        code, body = call(handle, "POST", "/api/v1/namespaces",
                           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}})
         assert code == 201, body
         yield handle
 
 
+def wait_established(handle) -> None:
+    """A new CRD is served once it is Established (a moment after its create), as a real API server does."""
+    handle.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                   "customresourcedefinition/servingstacks.infrastructure.modelplane.ai")
+
+
 def test_the_example_is_accepted_and_defaulted_by_the_crd(cluster):
-    code, body = call(cluster.url, "POST", BASE, load_example())
+    code, body = call(cluster, "POST", BASE, load_example())
     assert code == 201, body
     assert body["spec"]["stack"] == "Standard"
     assert body["spec"]["gateway"]["className"] == "envoy"
@@ -63,7 +80,7 @@ def test_the_crd_refuses_what_the_module_refuses(cluster, name, edit, fragment):
     document = load_example()
     document["metadata"]["name"] = name
     edit(document["spec"])
-    code, body = call(cluster.url, "POST", BASE, document)
+    code, body = call(cluster, "POST", BASE, document)
     assert code == 422, body
     assert fragment in body["message"]
 
@@ -108,7 +125,7 @@ def test_module_defaults_of_the_group_reach_the_management_cluster(cluster, tmp_
     # for the spec's live read and for the status write alike.
     stack = load_example()
     stack["metadata"]["name"] = "grouped"
-    code, body = call(cluster.url, "POST", BASE, stack)
+    code, body = call(cluster, "POST", BASE, stack)
     assert code == 201, body
     playbook = tmp_path / "grouped.yml"
     playbook.write_text(f"""
@@ -152,6 +169,6 @@ def test_module_defaults_of_the_group_reach_the_management_cluster(cluster, tmp_
     nowhere = str(tmp_path / "no-kubeconfig")
     result = cluster.run_playbook(playbook, env={"K8S_AUTH_KUBECONFIG": nowhere, "KUBECONFIG": nowhere})
     assert result.rc == 0, result.stdout + result.stderr
-    code, body = call(cluster.url, "GET", f"{BASE}/grouped", None)
+    code, body = call(cluster, "GET", f"{BASE}/grouped", None)
     assert code == 200, body
     assert body["status"]["gateway"] == {"address": "203.0.113.9"}

@@ -113,19 +113,23 @@ def test_kubernetes_core_takes_the_options_over_awx_variables(tmp_path, monkeypa
     assert configuration.host == "https://management.example"
 
 
-def test_controller_reads_given_a_kubeconfig_ignore_the_environment_context(tmp_path, monkeypatch):
+def test_controller_reads_given_a_kubeconfig_ignore_the_environment_context(tmp_path):
     """kubeclient.connect: K8S_AUTH_CONTEXT names a context of the environment's kubeconfig, not of the target's."""
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
-    from standin import StandIn
+    from cluster.fixtures import running_cluster
 
-    with StandIn() as server:
-        path = server.write_kubeconfig(tmp_path / "target")
+    # connect() runs discovery: a real API server answers it (one node, nothing scheduled, no operator double).
+    # The environment is patched inside the cluster's block, so it is restored before running_cluster restores its
+    # own KUBECONFIG/K8S_AUTH_KUBECONFIG.
+    with running_cluster(tmp_path / "cluster", nodes=1, gpu_nodes=0, operator_double=False, audit=False) as server, \
+            pytest.MonkeyPatch.context() as monkeypatch:
+        path = server.kubeconfig
         monkeypatch.setenv("K8S_AUTH_CONTEXT", "management")
         monkeypatch.setenv("K8S_AUTH_HOST", "https://management.example")
-        client = kubeclient.connect(str(path))
+        client = kubeclient.connect(path)
         assert client.configuration.host == server.url
         monkeypatch.delenv("K8S_AUTH_HOST")
-        monkeypatch.setenv("K8S_AUTH_KUBECONFIG", str(path))
+        monkeypatch.setenv("K8S_AUTH_KUBECONFIG", path)
         with pytest.raises(kubeclient.KubeReadError, match="management"):
             kubeclient.connect()  # without a kubeconfig the environment's context still applies
 
