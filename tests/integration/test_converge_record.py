@@ -1,4 +1,4 @@
-"""The converge record on the stand-in: a re-run with nothing changed skips the components, and a change the record
+"""The converge record on the real control plane: a re-run with nothing changed skips the components, and a change the record
 can see (a deleted or edited object, a release upgraded outside the collection, another setting) makes the
 components converge again; teardown drops the record and every release and object of ours, but no CRD. The tests
 share one cluster and run in order."""
@@ -30,7 +30,7 @@ from stack_support import (
 pytestmark = [
     pytest.mark.playbook,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (the test charts' data and the CRDs)"),
 ]
 
 GATEWAY = ("gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
@@ -108,7 +108,7 @@ def test_a_deleted_object_is_noticed_and_put_back(cluster):
 
 def test_a_converge_that_fails_leaves_no_record(cluster):
     cluster.kubectl("delete", "gateway.gateway.networking.k8s.io", "inference-gateway", "-n", GATEWAY_NS)
-    allow = cluster.api.deny_writes("Gateway", GATEWAY_NS, "inference-gateway")
+    allow = cluster.deny_writes("Gateway", GATEWAY_NS, "inference-gateway")
     try:
         failed = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
     finally:

@@ -1,7 +1,7 @@
 """What a newcomer's first mistakes print: one clear error each, in the words of the setting they got wrong.
 
 A wrong servingstack_kubeconfig path, and a ServingStack whose kubeconfig Secret is not on the management cluster
-(the stand-in here): the run fails with the problem alone, and nothing internal (an undefined variable, Ansible's
+(the real control plane here): the run fails with the problem alone, and nothing internal (an undefined variable, Ansible's
 "The filter plugin ... failed:") follows or wraps it.
 """
 

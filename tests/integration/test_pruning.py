@@ -1,4 +1,4 @@
-"""Pruning what the spec no longer wants, on one stand-in, in order: switching spec.stack uninstalls the other
+"""Pruning what the spec no longer wants, on one real cluster, in order: switching spec.stack uninstalls the other
 stack's components once the new ones converged (and back); renaming gateway.className deletes the GatewayClass of
 ours it left; a GatewayClass this collection did not make is refused unless adopted."""
 
@@ -14,7 +14,7 @@ from stack_support import DYNAMO, GATEWAY_NS, SITE, UPSTREAM, get, listed, manif
 pytestmark = [
     pytest.mark.playbook,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (the test charts' data and the CRDs)"),
 ]
 
 STANDARD_ONLY = {"mp-lws"}

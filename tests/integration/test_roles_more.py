@@ -1,8 +1,8 @@
 """The roles nfd, nvidia_dra, lws, grove_kai, modelexpress and prometheus, each used alone.
 
-Every role runs in a one-role playbook against the Kubernetes API stand-in, with the real helm installing the test
+Every role runs in a one-role playbook against the real test control plane, with the real helm installing the test
 charts (testing/charts) through servingstack_chart_mirror: present, a second run that changes nothing, absent, and
-absent again (a no-op). The stand-in validates every object against its upstream CRD schema; the values keys are
+absent again (a no-op). The API server validates every object against its upstream CRD schema; the values keys are
 checked against the charts' values files in tests/unit/test_role_values.py.
 """
 
