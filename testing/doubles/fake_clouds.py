@@ -1,4 +1,4 @@
-"""Local HTTPS stand-ins for Google's token URI, AWS STS and Nebius IAM that verify what they are sent.
+"""Local HTTPS test doubles of Google's token URI, AWS STS and Nebius IAM that verify what they are sent.
 
 One server on 127.0.0.1 (self-signed certificate) with three endpoints:
 
@@ -12,7 +12,8 @@ One server on 127.0.0.1 (self-signed certificate) with three endpoints:
 - ``/nebius/exchange``: the RFC 8693 token-exchange form, the subject JWT's RS256 signature checked with the
   public key registered for its ``kid``, ``iss`` = ``sub`` = the account, ``aud`` and lifetime.
 
-Tokens it issues are random; ``accepts(token)`` says whether a Kubernetes API stand-in should take one.
+Tokens it issues are random; ``accepts(token)`` says whether the test cluster's token authenticator
+(testing/cluster/token_webhook.py) should take one.
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ class FakeClouds:
         return hmac.compare_digest(expected, query["X-Amz-Signature"])
 
     def accepts(self, token: str) -> bool:
-        """The stand-in's bearer check: a token this fake issued, or a valid EKS token."""
+        """The token webhook's check: a token this fake issued, or a valid EKS token."""
         ok = token in self.issued or (bool(self.eks_cluster) and self.eks_token_valid(token))
         if not ok:
             self.rejected.append(token)
