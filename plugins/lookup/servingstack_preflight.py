@@ -1,0 +1,102 @@
+# Copyright 2026 The modelplane.serving authors
+# Apache License 2.0 (see LICENSE)
+"""Lookup plugin: check the target cluster can take the planned components, before the first one installs."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: servingstack_preflight
+author: Modelplane engineers (@modelplaneai)
+short_description: Check the target cluster can take a ServingStack's components before any installs
+version_added: 0.1.0
+description:
+  - Reads the target cluster's C(/version), its API groups (C(/apis)) and one page of its Nodes (three requests), and
+    checks them against the install plan.
+  - Problems (the converge cannot succeed) - the cluster's Kubernetes is older than the oldest the planned charts
+    support (the newest lower bound of their C(kubeVersion) constraints); a planned component needs an API group the
+    cluster does not serve (the NVIDIA DRA driver needs C(resource.k8s.io), Dynamic Resource Allocation).
+  - Warnings - the plan puts the inference Gateway behind a LoadBalancer Service and no Node has a cloud provider ID
+    (C(spec.providerID)) or an C(ExternalIP) address, so the cluster may have no load-balancer controller and the
+    Gateway no address. A heuristic, so only a warning.
+  - Warnings are shown as Ansible warnings. With O(refuse) (the default) problems fail the lookup, each named with
+    its fix, joined by C(; ).
+  - It only reads the cluster, and behaves the same in check mode.
+options:
+  plan:
+    description: The install plan (C(modelplane.serving.servingstack_spec)'s C(plan)).
+    type: list
+    elements: dict
+    required: true
+  refuse:
+    description: Fail on a problem. False returns the problems instead.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - modelplane.serving.target_cluster
+"""
+
+EXAMPLES = r"""
+- name: Check the target cluster can take the stack.
+  ansible.builtin.set_fact:
+    preflight: >-
+      {{ lookup('modelplane.serving.servingstack_preflight', plan=servingstack_plan, kubeconfig=target_kubeconfig) }}
+"""
+
+RETURN = r"""
+_raw:
+  description:
+    - A mapping of C(kubernetes) (the cluster's version, C(gitVersion) of C(/version)), C(problems) and C(warnings)
+      (lists of messages; C(problems) is empty unless O(refuse) is false).
+  type: list
+  elements: dict
+"""
+
+from typing import Any
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, preflight
+
+display = Display()
+# One page is enough: a cloud sets a provider ID on every node, so the first nodes tell.
+NODES_PAGE = 100
+
+
+def _as_is(_client: Any, data: Any) -> Any:
+    return data
+
+
+def _get(client: Any, path: str, what: str, **params: Any) -> dict[str, Any]:
+    try:
+        # The decoded JSON as it is: the client's default wraps it in a ResourceInstance, which needs a kind
+        # (/version has none).
+        return client.request("GET", path, serializer=_as_is, **params)
+    except Exception as error:
+        status = getattr(error, "status", None)
+        reason = getattr(error, "reason", None) or type(error).__name__
+        raise kubeclient.KubeReadError(f"reading {what} failed: {f'{status} {reason}' if status else reason}") from None
+
+
+class LookupModule(LookupBase):
+    def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
+        self.set_options(var_options=variables, direct=kwargs)
+        plan = self.get_option("plan")
+        try:
+            client = kubeclient.connect(self.get_option("kubeconfig"), self.get_option("context"))
+            version = _get(client, "/version", "the cluster's version (/version)")
+            groups = _get(client, "/apis", "the cluster's API groups (/apis)")
+            try:
+                nodes: list[dict[str, Any]] | None = _get(client, "/api/v1/nodes", "the Nodes",
+                                                           limit=NODES_PAGE).get("items") or []
+            except kubeclient.KubeReadError as error:  # not allowed to list Nodes (RBAC): no load-balancer check
+                display.warning(f"servingstack_preflight: {error}: the load-balancer check is skipped")
+                nodes = None
+        except kubeclient.KubeReadError as error:
+            raise AnsibleLookupError(f"servingstack_preflight: {error}") from None
+        found = preflight.check(plan, version, groups, nodes)
+        for warning in found.warnings:
+            display.warning(warning)
+        if found.problems and self.get_option("refuse"):
+            raise AnsibleLookupError("; ".join(found.problems))
+        return [{"kubernetes": found.kubernetes, "problems": list(found.problems), "warnings": list(found.warnings)}]
