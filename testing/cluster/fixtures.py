@@ -177,14 +177,15 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
         log = self.audit_log
         return log.stat().st_size if log and log.exists() else 0
 
-    def requests_since(self, mark: int, settle: float = 0.3) -> dict[str, Any]:
-        """The test's clients' requests logged since ``mark`` (see `count_requests`). The audit backend writes in
-        batches: wait until the log stops growing."""
+    def requests_since(self, mark: int, settle: float = 0.3, timeout: float = 5.0) -> dict[str, Any]:
+        """The test's clients' requests logged since ``mark`` (see `count_requests`). The audit log backend writes
+        an event once its response is complete: wait until the log stops growing (at most ``timeout`` seconds: a
+        component that polls without end keeps it growing)."""
         log = self.audit_log
         if log is None:
             return {}
-        size = -1
-        while size != log.stat().st_size:
+        size, deadline = -1, time.monotonic() + timeout
+        while size != log.stat().st_size and time.monotonic() < deadline:
             size = log.stat().st_size
             time.sleep(settle)
         with open(log, "rb") as handle:
