@@ -140,19 +140,21 @@ WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 def audit_events(cluster: Any, mark: int, *, everyone: bool = False) -> list[dict[str, Any]]:
     """The completed requests on resources kube-apiserver's audit log holds since ``mark`` (`cluster.audit_mark()`),
     by the time they completed: the test's clients' only (playbooks, helm, kubectl, the Python client), or with
-    ``everyone`` the control plane's and the operator double's too. The audit backend writes in batches: waits
-    until the log stops growing."""
+    ``everyone`` the control plane's and the operator double's too. An event is logged once its response is
+    complete: waits until the log stops growing (at most 5 s, as `requests_since`)."""
     from cluster.fixtures import SYSTEM_AGENTS
 
     log = cluster.audit_log
     assert log is not None, "the cluster runs without an audit log"
-    size = -1
-    while size != log.stat().st_size:
+    size, deadline = -1, time.monotonic() + 5.0
+    while size != log.stat().st_size and time.monotonic() < deadline:
         size = log.stat().st_size
         time.sleep(0.3)
     with open(log, "rb") as handle:
         handle.seek(mark)
-        events = [json.loads(line) for line in handle.read().splitlines() if line.strip()]
+        text = handle.read()
+    # A line still being written (no newline yet) is left out.
+    events = [json.loads(line) for line in text[:text.rfind(b"\n") + 1].splitlines() if line.strip()]
     return sorted((e for e in events if e.get("stage") == "ResponseComplete" and (e.get("objectRef") or {}).get(
         "resource") and (everyone or not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS))),
         key=lambda e: e["stageTimestamp"])

@@ -1,4 +1,4 @@
-"""What the collection's Helm values make of the objects, read back from what the real helm created in the stand-in.
+"""What the collection's Helm values make of the objects, read back from what the real helm created in the cluster.
 
 One converge of the Standard stack (GKE's NVIDIA driver root) with the real helm and the test charts
 (testing/charts, whose templates follow the upstream charts' structure); then each assertion reads the cluster.
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from cluster.fixtures import VENV_BIN
 from stack_support import SITE, get, listed, manifest, output, stack_vars
-from standin.fixtures import VENV_BIN
 
 pytestmark = [pytest.mark.playbook, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""The servingstack_k8s action against the stand-in: it reads on the controller and runs kubernetes.core.k8s only
+"""The servingstack_k8s action against the cluster: it reads on the controller and runs kubernetes.core.k8s only
 for what needs a write, so an unchanged run writes nothing; absent tolerates kinds the cluster does not serve; check
 mode previews what cannot be dry-run; the connection is the one a kubernetes.core.k8s task would have."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from stack_support import WIDGET_CRD, get, output, write_verbs
+from stack_support import WIDGET_CRD, WRITES, audit_events, committed_writes, get, output, write_verbs
 
 pytestmark = [pytest.mark.playbook]
 
@@ -54,10 +54,9 @@ def test_objects_are_applied_once_then_left_alone(cluster, tmp_path):
     assert first.changed == 1 and names(done["sent"]) == ["Namespace/objects-test", "ConfigMap/settings"], done
     assert get(cluster, "v1", "ConfigMap", "settings", NS)["data"] == {"a": "1", "b": "2"}
 
-    rv = cluster.api.rv
     again, done = run(cluster, tmp_path, task)
     assert again.changed == 0 and done["sent"] == [], done
-    assert cluster.api.rv == rv and write_verbs(again) == {}, again.requests
+    assert write_verbs(again) == {}, again.requests
 
 
 def test_only_what_drifted_is_written_and_apply_removes_a_dropped_field(cluster, tmp_path):
@@ -81,13 +80,16 @@ def test_a_yaml_text_definition_with_a_repeat_is_read_once(cluster, tmp_path):
 def test_check_mode_previews_what_cannot_be_dry_run_and_writes_nothing(cluster, tmp_path):
     elsewhere = {**CONFIGMAP, "metadata": {"name": "settings", "namespace": "not-there-yet"}}
     fresh = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "not-there-yet"}}
-    rv = cluster.api.rv
+    mark = cluster.audit_mark()
     result, done = run(cluster, tmp_path, {"definition": [fresh, elsewhere, WIDGET]}, check=True, diff=True)
     assert result.changed == 1, output(result)
     assert names(done["previewed"]) == ["ConfigMap/settings", "Widget/gear"], done
     # The namespace itself can be dry-run: kubernetes.core.k8s does that, without creating it.
     assert names(done["sent"]) == ["Namespace/not-there-yet"], done
-    assert cluster.api.rv == rv and get(cluster, "v1", "Namespace", "not-there-yet") is None
+    assert committed_writes(cluster, mark) == [] and get(cluster, "v1", "Namespace", "not-there-yet") is None
+    # The one write request is the namespace's dry run.
+    dry_runs = [(e["verb"], e["objectRef"]["resource"]) for e in audit_events(cluster, mark) if e["verb"] in WRITES]
+    assert dry_runs == [("create", "namespaces")], dry_runs
 
 
 def test_absent_deletes_what_exists_and_tolerates_an_unserved_kind(cluster, tmp_path):
@@ -96,10 +98,9 @@ def test_absent_deletes_what_exists_and_tolerates_an_unserved_kind(cluster, tmp_
     assert gone.changed == 1 and names(done["sent"]) == ["ConfigMap/settings"], done
     assert get(cluster, "v1", "ConfigMap", "settings", NS) is None
 
-    rv = cluster.api.rv
     again, done = run(cluster, tmp_path, task)
     assert again.changed == 0 and done["sent"] == [], done
-    assert cluster.api.rv == rv and write_verbs(again) == {}, again.requests
+    assert write_verbs(again) == {}, again.requests
 
 
 def test_waiting_sends_an_unchanged_object_that_is_not_ready(cluster, tmp_path):
@@ -128,7 +129,7 @@ def test_waiting_sends_an_unchanged_object_that_is_not_ready(cluster, tmp_path):
 
 def test_the_connection_is_the_one_a_kubernetes_core_k8s_task_would_have(cluster, tmp_path):
     """module_defaults of group/kubernetes.core.k8s (the servingstack role's way) and the task environment (a
-    play's way) both reach the stand-in, for the reads and for the module, while the process's own
+    play's way) both reach the cluster, for the reads and for the module, while the process's own
     settings point at no cluster."""
     nowhere = {"K8S_AUTH_KUBECONFIG": str(tmp_path / "missing"), "KUBECONFIG": str(tmp_path / "missing")}
     task = {"definition": [NAMESPACE, {**CONFIGMAP, "data": {"via": "defaults"}}]}

@@ -1,15 +1,18 @@
-"""Standard-stack tests that need a stand-in of their own (fresh_cluster), apart from test_stack_standard.py's
+"""Standard-stack tests that need a cluster of their own (fresh_cluster), apart from test_stack_standard.py's
 shared one, so that the two test workers can share them out: the upgrade that moves the Gateway to
 modelplane-system."""
 
 from __future__ import annotations
 
 import pytest
+from cluster.fixtures import SYSTEM_AGENTS
 from stack_support import (
     GATEWAY_NS,
     LEGACY_GATEWAY_NS,
     SITE,
     UPSTREAM,
+    audit_events,
+    describe,
     get,
     listed,
     manifest,
@@ -20,7 +23,7 @@ from stack_support import (
 pytestmark = [
     pytest.mark.playbook,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs)"),
 ]
 
 
@@ -54,7 +57,7 @@ def test_an_upgrade_moves_the_gateway_to_modelplane_system_without_a_gap(fresh_c
               "Secret": ["mp-gateway-tls"]}
     assert ours(LEGACY_GATEWAY_NS) == layout
     assert get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS) is None
-    floor = cluster.api.rv
+    mark = cluster.audit_mark()
 
     upgraded = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec))
     assert upgraded.rc == 0, output(upgraded)
@@ -64,14 +67,31 @@ def test_an_upgrade_moves_the_gateway_to_modelplane_system_without_a_gap(fresh_c
     assert ours(LEGACY_GATEWAY_NS) == {kind: [] for kind in layout}
     assert get(cluster, "gateway.networking.k8s.io/v1", "GatewayClass", "envoy")["spec"]["parametersRef"]["namespace"] \
         == GATEWAY_NS
-    # The order, from the stand-in's watch history: the new Gateway Programmed, then the old one deleted.
-    events = [(rv, event, obj) for rv, (group, plural), event, obj, _extra in cluster.api.events
-              if (group, plural) == ("gateway.networking.k8s.io", "gateways") and rv > floor]
-    programmed = [rv for rv, _event, obj in events if obj["metadata"]["namespace"] == GATEWAY_NS and any(
-        c["type"] == "Programmed" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions", []))]
-    deleted = [rv for rv, event, obj in events
-               if event == "DELETED" and obj["metadata"]["namespace"] == LEGACY_GATEWAY_NS]
-    assert programmed and deleted and programmed[0] < deleted[0], events
+    # The order, from kube-apiserver's audit log: the run creates the new Gateway, Envoy Gateway (the operator
+    # double, which writes Accepted and Programmed=True with the address in one status write) programs it, and
+    # only then does the run delete the old one.
+    events = [e for e in audit_events(cluster, mark, everyone=True) if e["objectRef"].get("resource") == "gateways"
+              and e["objectRef"].get("apiGroup") == "gateway.networking.k8s.io" and e["verb"] in
+              ("create", "update", "patch", "delete") and (e.get("responseStatus") or {}).get("code", 500) < 300
+              and "dryRun=" not in e.get("requestURI", "")]
+
+    def when(verbs: tuple[str, ...], namespace: str, agents: tuple[str, ...] | None,
+             subresource: str | None = None) -> list[str]:
+        """When such writes by those user agents (None: the run's, every agent but the cluster's and the double's)
+        completed (a delete: when it was received)."""
+        return [e["requestReceivedTimestamp"] if e["verb"] == "delete" else e["stageTimestamp"] for e in events
+                if e["verb"] in verbs and e["objectRef"].get("namespace") == namespace
+                and e["objectRef"].get("subresource") == subresource
+                and (str(e.get("userAgent", "")).startswith(agents) if agents
+                     else not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS))]
+
+    created = when(("create", "patch", "update"), GATEWAY_NS, None)  # a server-side apply is a patch
+    programmed = when(("patch",), GATEWAY_NS, ("operator-double",), "status")
+    deleted = when(("delete",), LEGACY_GATEWAY_NS, None)
+    shown = [describe(e) for e in events]
+    assert created and programmed and deleted, shown
+    # Timestamps are RFC 3339 in UTC with microseconds: they compare as strings.
+    assert created[0] < programmed[0] < deleted[0], shown
     # The status names the new Gateway's address; a second run changes nothing.
     assert "address: 203.0.113.10" in upgraded.stdout, output(upgraded)
     again = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, spec))

@@ -1,4 +1,4 @@
-"""The Standard stack end to end on the stand-in: bad input, check mode, a failed install, converge,
+"""The Standard stack end to end on the real cluster: bad input, check mode, a failed install, converge,
 idempotence, a pin bump, a foreign release and a foreign CRD owner, teardown with servingstack_remove_crds. The
 tests share one cluster and run in order; test_stack_fresh.py has the Standard-stack tests that need a cluster of
 their own."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 from stack_support import (
@@ -20,6 +21,7 @@ from stack_support import (
     UPSTREAM,
     WIDGET_CRD,
     chart_mirror,
+    committed_writes,
     crd_names,
     get,
     helm_calls,
@@ -28,13 +30,14 @@ from stack_support import (
     output,
     releases,
     stack_vars,
+    wait_for,
     write_verbs,
 )
 
 pytestmark = [
     pytest.mark.playbook,
     pytest.mark.slow,
-    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs for the stand-in)"),
+    pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (charts and CRDs)"),
 ]
 
 
@@ -47,11 +50,12 @@ def test_a_bad_spec_fails_before_any_cluster_call(cluster):
 
 
 def test_check_mode_on_an_empty_cluster_writes_nothing(cluster):
-    rv = cluster.api.rv
+    mark = cluster.audit_mark()
     result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), check=True, diff=True)
     assert result.rc == 0, output(result)
     assert result.changed > 0, output(result)
-    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(result)}"
+    # Dry runs aside (they change nothing), not one write request.
+    assert committed_writes(cluster, mark) == [], "check mode changed the cluster"
     assert releases(cluster) == {}
 
 
@@ -59,16 +63,13 @@ def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
     """site.yml converges components in parallel; a failure holds back what needs it, not the rest."""
     private_tmp = cluster.workdir / "tmp-failed-component"
     private_tmp.mkdir()
-    # An admission webhook denies cert-manager's Deployments: its atomic install fails and is rolled back.
-    allow = cluster.api.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
+    # A ValidatingAdmissionPolicy refuses cert-manager's Deployments: its atomic install fails and is rolled back.
+    allow = cluster.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
     try:
         result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster), env={"TMPDIR": str(private_tmp)})
     finally:
         allow()
     assert result.rc != 0, output(result)
-    # The last play ran after the failure: the private directory of the target's certificate files is gone.
-    # (The kubernetes client's discovery caches, k8srcp-*.json and osrcp-*.json, are not ours.)
-    assert [path.name for path in private_tmp.iterdir() if not path.name.endswith(".json")] == []
     found = releases(cluster)
     assert "mp-cert-manager" not in found, found
     # Everything that does not need cert-manager converged beside the failure.
@@ -83,10 +84,13 @@ def test_a_failed_component_stops_only_the_components_that_need_it(cluster):
     # Lane hosts record a failure without failing themselves (cert-manager and trust-manager share a lane), so
     # every later play runs; the last one fails the ServingStack's host, naming what did not converge.
     assert result.recap["localhost/cert_manager"]["rescued"] == 1 and result.recap["localhost"]["failed"] == 1
+    # The last play ran after the failure: the private directory of the target's certificate files is gone.
+    # (The kubernetes client's discovery caches, k8srcp-*.json and osrcp-*.json, are not ours.)
+    assert [path.name for path in private_tmp.iterdir() if not path.name.endswith(".json")] == []
 
 
 def test_a_failed_install_leaves_nothing_half_recorded(cluster):
-    allow = cluster.api.deny_writes("Deployment", "cert-manager", "trust-manager")
+    allow = cluster.deny_writes("Deployment", "cert-manager", "trust-manager")
     try:
         result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
     finally:
@@ -132,13 +136,10 @@ def test_converge_installs_every_release_and_the_gateway(cluster):
 
 
 def test_a_second_run_changes_nothing(cluster):
-    rv = cluster.api.rv
     result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
     assert result.rc == 0, output(result)
     assert result.changed == 0, output(result)
-    # kubernetes.core.k8s patches existing objects and compares: the patches must change nothing,
-    # and no release reaches helm (its records are read once with one list call).
-    assert cluster.api.rv == rv, result.requests
+    # No release reaches helm (its records are read once with one list call).
     assert result.requests["resources"].get("list secrets") == 1, result.requests
     # Objects are read on the controller and compared first: no module patches an unchanged object.
     assert write_verbs(result) == {}, result.requests
@@ -205,27 +206,34 @@ def conditions(parent: dict) -> dict[str, tuple[str, str]]:
 
 
 def test_a_modelplane_httproute_to_an_inferencepool_attaches_to_the_gateway(cluster):
-    """The stand-in validates both objects against the upstream CRDs (Gateway API v1.5.1, GAIE v1.0.2); its
-    simulated Envoy Gateway accepts the route on the Gateway's listener as Envoy Gateway writes it."""
+    """The API server validates both objects against the upstream CRDs (Gateway API v1.5.1, GAIE v1.0.2); the
+    operator double's Envoy Gateway accepts the route on the Gateway's listener as Envoy Gateway writes it."""
     namespace = "modelplane-routes"
     create(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
            modelplane_pool("qwen", namespace), modelplane_route("qwen", namespace, "qwen-pool"),
            modelplane_route("no-pool", namespace, "missing-pool"))
-    assert cluster.controllers.settle(30)
-    route = get(cluster, "gateway.networking.k8s.io/v1", "HTTPRoute", "qwen", namespace)
-    [parent] = route["status"]["parents"]
+
+    def parents(name: str) -> list[dict]:
+        route = get(cluster, "gateway.networking.k8s.io/v1", "HTTPRoute", name, namespace)
+        return (route.get("status") or {}).get("parents") or []
+
+    def attached() -> dict[str, int]:
+        gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
+        return {listener["name"]: listener["attachedRoutes"] for listener in gateway["status"]["listeners"]}
+
+    # Envoy Gateway (the operator double) writes both routes' status and the listener's count.
+    wait_for("both routes' status", lambda: parents("qwen") and parents("no-pool") and attached() == {"http": 2})
+    [parent] = parents("qwen")
     assert parent["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
     assert (parent["parentRef"]["name"], parent["parentRef"]["namespace"]) == ("inference-gateway", GATEWAY_NS)
     assert conditions(parent) == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("True", "ResolvedRefs")}
     # A route whose pool does not exist attaches, but its reference does not resolve.
-    [unresolved] = get(cluster, "gateway.networking.k8s.io/v1", "HTTPRoute", "no-pool", namespace)["status"]["parents"]
+    [unresolved] = parents("no-pool")
     assert conditions(unresolved) == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", "BackendNotFound")}
-    gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
-    assert {listener["name"]: listener["attachedRoutes"] for listener in gateway["status"]["listeners"]} == {"http": 2}
     cluster.dynamic().resources.get(api_version="v1", kind="Namespace").delete(name=namespace)
-    assert cluster.controllers.settle(30)
-    gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
-    assert {listener["name"]: listener["attachedRoutes"] for listener in gateway["status"]["listeners"]} == {"http": 0}
+    # The namespace controller deletes the routes, then the listener counts none.
+    wait_for(f"namespace {namespace} to go", lambda: get(cluster, "v1", "Namespace", namespace) is None, 120)
+    wait_for("the listener to count no routes", lambda: attached() == {"http": 0})
 
 
 def test_status_follows_the_roles_gateway_settings(cluster):
@@ -233,25 +241,32 @@ def test_status_follows_the_roles_gateway_settings(cluster):
     create(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "edge"}}, {
         "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
         "metadata": {"name": "edge-gw", "namespace": "edge"},
-        # A class no simulated controller owns, so only the explicit call below writes its status.
+        # A class no controller owns (the operator double's Envoy Gateway leaves it alone): the status is written
+        # below, through the status subresource as an operator would, with an address of its own.
         "spec": {"gatewayClassName": "unowned", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}})
-    cluster.controllers.mark_gateway_programmed("edge-gw", "edge", address="203.0.113.77")
+    programmed = {"type": "Programmed", "status": "True", "reason": "Programmed", "message": "Address assigned",
+                  "observedGeneration": 1, "lastTransitionTime": "2026-12-02T21:00:00Z"}
+    cluster.dynamic().resources.get(api_version="gateway.networking.k8s.io/v1", kind="Gateway").status.patch(
+        name="edge-gw", namespace="edge", content_type="application/merge-patch+json", body={"status": {
+            "addresses": [{"type": "IPAddress", "value": "203.0.113.77"}],
+            "conditions": [{**programmed, "type": "Accepted", "reason": "Accepted", "message": "Accepted"},
+                           programmed]}})
     renamed = cluster.run_playbook(STATUS, extra_vars=stack_vars(
         cluster, envoy_gateway_gateway_name="edge-gw", envoy_gateway_gateway_namespace="edge"))
     default = cluster.run_playbook(STATUS, extra_vars=stack_vars(cluster))
     cluster.dynamic().resources.get(api_version="v1", kind="Namespace").delete(name="edge")
     assert renamed.rc == 0 and "address: 203.0.113.77" in renamed.stdout, output(renamed)
     assert default.rc == 0 and "address: 203.0.113.77" not in default.stdout, output(default)
-    assert cluster.controllers.settle(30)
+    wait_for("namespace edge to go", lambda: get(cluster, "v1", "Namespace", "edge") is None, 120)
 
 
 def test_check_mode_with_diff_shows_a_pin_bump_and_writes_nothing(cluster):
-    rv = cluster.api.rv
     bumped = manifest(versions=ADOPTED_VERSIONS)
+    mark = cluster.audit_mark()
     result = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, bumped), check=True, diff=True)
     assert result.rc == 0, output(result)
     assert result.changed >= 1 and "mp-cert-manager" in result.stdout, output(result)
-    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(result)}"
+    assert committed_writes(cluster, mark) == [], "check mode changed the cluster"
     assert releases(cluster)["mp-cert-manager"]["revision"] == 1
 
 
@@ -265,19 +280,59 @@ def test_a_pin_bump_upgrades_exactly_that_release(cluster):
         == dict.fromkeys(STANDARD_RELEASES - {"mp-cert-manager"}, 1)
 
 
+def deny_chart_version(cluster, namespace: str, chart: str):
+    """Refuse creates and updates of the Deployments of one chart version (label ``helm.sh/chart``) in ``namespace``,
+    with a ValidatingAdmissionPolicy; returns the function that lifts it. Unlike `cluster.deny_writes`, helm's
+    rollback to the version that worked gets through: a real API server admits (and refuses) every update, a
+    no-op patch of a rollback too."""
+    name = f"deny-{chart}"
+    refusal = f"Deployments of chart {chart} are refused by the test"
+    expression = (f"object.metadata.namespace != {json.dumps(namespace)} || !has(object.metadata.labels) || "
+                  f"!('helm.sh/chart' in object.metadata.labels) || "
+                  f"object.metadata.labels['helm.sh/chart'] != {json.dumps(chart)}")
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["*"],
+                                                               "operations": ["CREATE", "UPDATE"],
+                                                               "resources": ["deployments"]}]},
+                       "validations": [{"expression": expression, "message": refusal}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                          "items": [policy, binding]}))
+    # The API server loads policies asynchronously: a dry-run create of such a Deployment is refused once it is on.
+    labels = {"helm.sh/chart": chart, "app": "probe"}
+    probe = json.dumps({"apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": "policy-probe", "namespace": namespace, "labels": labels},
+                        "spec": {"selector": {"matchLabels": {"app": "probe"}}, "template": {
+                            "metadata": {"labels": {"app": "probe"}},
+                            "spec": {"containers": [{"name": "probe", "image": "probe"}]}}}})
+    wait_for(f"policy {name} to be active", lambda: refusal in cluster.kubectl(
+        "create", "--dry-run=server", "-f", "-", input=probe, check=False).stderr, 30)
+
+    def allow() -> None:
+        cluster.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", name,
+                        "--ignore-not-found", "--wait")
+        time.sleep(1.5)  # the API server's policy cache follows deletes within about a second (as deny_writes)
+
+    return allow
+
+
 def test_a_failed_upgrade_is_rolled_back_and_a_re_run_converges(cluster):
     """helm --atomic (per chart: on for NFD) rolls a failed upgrade back to the release that worked."""
     pinned = {"certManager": "v1.21.0", "envoyGateway": "v1.8.4"}
     older_nfd = manifest(versions={**pinned, "nodeFeatureDiscovery": "0.18.2"})
     before = releases(cluster)["mp-node-feature-discovery"]["revision"]
-    # An admission webhook denies the NFD Deployments' update: the upgrade fails half way.
-    allow = cluster.api.deny_writes("Deployment", "node-feature-discovery", "mp-node-feature-discovery")
+    # A ValidatingAdmissionPolicy refuses the NFD Deployments of the older chart: the upgrade fails half way, and
+    # the rollback to the chart that worked gets through.
+    allow = deny_chart_version(cluster, "node-feature-discovery", "node-feature-discovery-0.18.2")
     try:
         failed = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster, older_nfd))
     finally:
         allow()
     assert failed.rc != 0, output(failed)
-    assert "denied the request" in failed.stdout, output(failed)
+    assert "denied request" in failed.stdout, output(failed)
     rolled_back = releases(cluster)["mp-node-feature-discovery"]
     # Revision before+1 failed, before+2 is the rollback to the version that worked, deployed.
     assert (rolled_back["revision"], rolled_back["status"]) == (before + 2, "deployed"), rolled_back
@@ -349,10 +404,10 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(clus
 
     log = tmp_path / "helm.log"
     remove = stack_vars(cluster, servingstack_remove_crds=True)
-    rv = cluster.api.rv
+    mark = cluster.audit_mark()
     preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env=cluster.helm_spy(log))
     assert preview.rc == 0, output(preview)
-    assert cluster.api.rv == rv, f"check mode changed the cluster; write requests: {write_verbs(preview)}"
+    assert committed_writes(cluster, mark) == [], "check mode changed the cluster"
     shown = [argv for argv in helm_calls(log) if argv[:2] == ["show", "crds"]]
     # Check mode reads every installed release's chart (read-only) to preview the deletions.
     assert len(shown) == len(STANDARD_RELEASES) and all("--version" in argv for argv in shown), shown
@@ -370,11 +425,10 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(clus
 
 
 def test_a_second_teardown_changes_nothing(cluster, tmp_path):
-    rv = cluster.api.rv
     log = tmp_path / "helm.log"
     result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster, servingstack_remove_crds=True),
                                   env=cluster.helm_spy(log))
     assert result.rc == 0, output(result)
     assert result.changed == 0, output(result)
-    assert cluster.api.rv == rv, result.requests
+    assert write_verbs(result) == {}, result.requests
     assert helm_calls(log) == [], "a second teardown runs no helm"

@@ -1,6 +1,6 @@
 """Why the gateway has no address, as the servingstack role writes it to a live ServingStack's status:
-the role's report step reads the Gateway and its Services from a stand-in (no simulated controllers, so
-nothing assigns an address) and writes Ready=False / GatewayAddressPending with the reason."""
+the role's report step reads the Gateway and its Services from a cluster without the operator double (nothing
+assigns an address) and writes Ready=False / GatewayAddressPending with the reason."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ LABELS = {"gateway.envoyproxy.io/owning-gateway-name": "inference-gateway",
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from standin.fixtures import running_cluster
+    from cluster.fixtures import running_cluster
 
-    with running_cluster(tmp_path_factory.mktemp("pending"), simulate_controllers=False) as handle:
+    with running_cluster(tmp_path_factory.mktemp("pending"), operator_double=False) as handle:
         doc = manifest()
         doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
         handle.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
@@ -107,8 +107,8 @@ def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluste
         "name": "Converge with the role alone.", "hosts": "localhost", "gather_facts": False,
         "roles": [{"role": "modelplane.serving.servingstack"}],
     }]))
-    # An admission webhook denies cert-manager's Deployments: its atomic install fails and is rolled back.
-    allow = cluster.api.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
+    # A ValidatingAdmissionPolicy refuses cert-manager's Deployments: its atomic install fails and is rolled back.
+    allow = cluster.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
     try:
         result = cluster.run_playbook(playbook, extra_vars={
             "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform",
@@ -122,7 +122,9 @@ def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluste
     status = get(cluster, API, "ServingStack", "west-gke-stack", "platform")["status"]
     ready = {condition["type"]: condition for condition in status["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "CertManagerFailed"), ready
-    assert ready["message"].startswith("cert_manager: Error: ") and "denied the request" in ready["message"], ready
+    # The API server's refusal (a ValidatingAdmissionPolicy's wording: "... with binding ... denied request: ...").
+    message = ready["message"]
+    assert message.startswith("cert_manager: Error: ") and "denied request" in message, message
     assert "trust_manager: not attempted: it needs cert_manager, which did not converge" in ready["message"], ready
     # Used alone, the role converges the components one after the other; a failure blocks only what needs it.
     assert {entry["name"]: entry["ready"] for entry in status["components"]} == {
