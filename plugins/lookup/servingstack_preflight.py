@@ -87,8 +87,8 @@ class LookupModule(LookupBase):
             version = _get(client, "/version", "the cluster's version (/version)")
             groups = _get(client, "/apis", "the cluster's API groups (/apis)")
             try:
-                nodes: list[dict[str, Any]] | None = _get(client, "/api/v1/nodes", "the Nodes",
-                                                           limit=NODES_PAGE).get("items") or []
+                listed = _get(client, "/api/v1/nodes", "the Nodes", limit=NODES_PAGE)
+                nodes: list[dict[str, Any]] | None = listed.get("items") or []
             except kubeclient.KubeReadError as error:  # not allowed to list Nodes (RBAC): no load-balancer check
                 display.warning(f"servingstack_preflight: {error}: the load-balancer check is skipped")
                 nodes = None

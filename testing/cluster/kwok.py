@@ -134,9 +134,13 @@ class KwokCluster:
                                f"({proc.returncode}): {proc.stderr.strip()[-2000:]}")
         return proc
 
-    def kubectl(self, *args: str, input: str | None = None) -> str:
-        proc = subprocess.run([str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig_path), *args],
-                              input=input, env=self.env, capture_output=True, text=True, timeout=120, check=False)
+    def kubectl(self, *args: str, input: str | None = None, timeout: float = 120) -> str:
+        try:
+            proc = subprocess.run([str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig_path), *args],
+                                  input=input, env=self.env, capture_output=True, text=True, timeout=timeout,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            raise ClusterError(f"kubectl {' '.join(args)} took more than {timeout:.0f} s") from None
         if proc.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc.stdout
@@ -166,7 +170,8 @@ class KwokCluster:
         nodes = [node_manifest(i, gpu=i > self.options.nodes - self.options.gpu_nodes)
                  for i in range(1, self.options.nodes + 1)]
         self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
-        self.kubectl("wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
+        # kwok marks the nodes Ready within a second on an idle machine; a loaded one (a fleet starting) takes longer.
+        self.kubectl("wait", "--for=condition=Ready", "node", "--all", "--timeout=300s", timeout=330)
         if self.options.operator_double:
             self._start_double()
         self.log(f"kwok cluster {self.options.name} up in {time.monotonic() - started:.1f} s: "
@@ -177,7 +182,7 @@ class KwokCluster:
         match = re.search(r"server:\s*(\S+)", self.kubeconfig_path.read_text())
         return match.group(1) if match else "?"
 
-    def _wait_ready(self, timeout: float = 60) -> None:
+    def _wait_ready(self, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
         while True:
             proc = subprocess.run([str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig_path),

@@ -44,7 +44,8 @@ NOOP_RUNS = 3
 # (the converge record: a no-op skips the components) no-op 41.1 s vs 4.9 s = 8.36x, fresh 609 s vs 59 s = 10.3x, with
 # the same API requests and helm processes per cluster as one cluster alone; at 46b5f58 (secrets, status and
 # kubeconfig on the controller) no-op 20.1 s vs 2.5 s = 8.13x (both halved), fresh 565 s vs 55 s = 10.2x; at 5c9d33b
-# (internal_poll_interval 0.01, the retired API stand-in's release cache, GOGC=400 for helm) no-op 20.0 s vs 2.7 s = 7.39x, fresh
+# (internal_poll_interval 0.01, the retired API stand-in's release cache, GOGC=400 for helm) no-op 20.0 s vs 2.7 s =
+# 7.39x, fresh
 # 547 s vs 57 s = 9.62x, the fresh fleet using 843 CPU-s (422 s on 2 cores, 7.4x one cluster's fresh converge); with
 # 24 tasks per host in a no-op instead of 35 (imports instead of includes, fewer set_facts; on a faster machine, the
 # same Python loop 1.42 s instead of 2.14 s) no-op 8.3 s vs 1.5 s = 5.51x (medians of 3, the loop at 1.60 s: 5.69x),

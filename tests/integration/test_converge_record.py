@@ -1,5 +1,5 @@
-"""The converge record on the real control plane: a re-run with nothing changed skips the components, and a change the record
-can see (a deleted or edited object, a release upgraded outside the collection, another setting) makes the
+"""The converge record on the real control plane: a re-run with nothing changed skips the components, and a change
+the record can see (a deleted or edited object, a release upgraded outside the collection, another setting) makes the
 components converge again; teardown drops the record and every release and object of ours, but no CRD. The tests
 share one cluster and run in order."""
 

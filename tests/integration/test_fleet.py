@@ -1,7 +1,7 @@
 """A fleet: ServingStack CRs on a management cluster, listed by the modelplane.serving.servingstacks inventory,
-each converging its own workload cluster (every cluster a real control plane) through playbooks/site.yml. One workload cluster's
-API server is stopped: it fails alone, named at the end of the run, and every other cluster converges. The
-tests run in order on one fleet."""
+each converging its own workload cluster (every cluster a real control plane) through playbooks/site.yml. One
+workload cluster's API server is stopped: it fails alone, named at the end of the run, and every other cluster
+converges. The tests run in order on one fleet."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """What a newcomer's first mistakes print: one clear error each, in the words of the setting they got wrong.
 
 A wrong servingstack_kubeconfig path, and a ServingStack whose kubeconfig Secret is not on the management cluster
-(the real control plane here): the run fails with the problem alone, and nothing internal (an undefined variable, Ansible's
-"The filter plugin ... failed:") follows or wraps it.
+(the real control plane here): the run fails with the problem alone, and nothing internal (an undefined variable,
+Ansible's "The filter plugin ... failed:") follows or wraps it.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from ansible.errors import AnsibleLookupError
-from cluster.fixtures import cluster, running_cluster  # noqa: F401
+from cluster.fixtures import running_cluster
 from stack_support import (
     SITE,
     UPSTREAM,
@@ -96,7 +96,7 @@ def server_version(handle: Any) -> str:
     return json.loads(handle.kubectl("get", "--raw", "/version").stdout)["gitVersion"]
 
 
-def test_the_real_server_passes_with_its_version_and_its_dra_api(cluster, warned):  # noqa: F811
+def test_the_real_server_passes_with_its_version_and_its_dra_api(cluster, warned):
     found = preflight_lookup(cluster)
     assert found["kubernetes"] == server_version(cluster)
     assert found["kubernetes"].startswith("v1.36.")
@@ -104,7 +104,7 @@ def test_the_real_server_passes_with_its_version_and_its_dra_api(cluster, warned
     assert "resource.k8s.io" in served_groups(cluster)
 
 
-def test_the_real_servers_version_is_refused_by_a_newer_floor(cluster, warned, monkeypatch):  # noqa: F811
+def test_the_real_servers_version_is_refused_by_a_newer_floor(cluster, warned, monkeypatch):
     """The too-old path with the server's own /version: the DRA driver's floor raised past it."""
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import preflight
 
@@ -116,7 +116,7 @@ def test_the_real_servers_version_is_refused_by_a_newer_floor(cluster, warned, m
         "(dra-driver-nvidia-gpu 0.4.0: >=1.99.0-0): upgrade the cluster to v1.99.0 or later")
 
 
-def test_nodes_without_a_cloud_provider_warn_and_one_with_a_provider_id_does_not(cluster, warned):  # noqa: F811
+def test_nodes_without_a_cloud_provider_warn_and_one_with_a_provider_id_does_not(cluster, warned):
     nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
     # kwok's nodes: no provider ID, no ExternalIP.
     assert nodes and not any(node["spec"].get("providerID") for node in nodes)
@@ -129,4 +129,3 @@ def test_nodes_without_a_cloud_provider_warn_and_one_with_a_provider_id_does_not
     cluster.kubectl("patch", "node", name, "--type", "merge", "-p", json.dumps({"spec": {"providerID": f"kwok://{name}"}}))
     warned.clear()
     assert preflight_lookup(cluster)["warnings"] == [] and warned == []
-

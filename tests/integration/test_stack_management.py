@@ -116,7 +116,7 @@ def test_a_failed_converge_is_recorded_in_the_live_status(cluster, management):
     # A ValidatingAdmissionPolicy denies cert-manager's Deployments: its atomic install fails and is rolled back.
     allow = cluster.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
     try:
-        result, writes, _ = converge(cluster, management)
+        result, writes, _users = converge(cluster, management)
     finally:
         allow()
     assert result.rc != 0, output(result)
@@ -160,7 +160,7 @@ def test_the_converge_writes_to_the_target_only(cluster, management, webhook):
 
 def test_a_good_converge_is_ready_with_versions_and_keeps_the_transition_times(cluster, management):
     before = conditions(live(management))
-    result, writes, _ = converge(cluster, management)
+    result, writes, _users = converge(cluster, management)
     assert result.rc == 0, output(result)
     assert set(writes) == {STATUS_PATCH}, writes
     doc = live(management)
@@ -177,7 +177,7 @@ def test_a_good_converge_is_ready_with_versions_and_keeps_the_transition_times(c
     assert components["cert_manager"]["version"] == doc["spec"]["versions"]["certManager"]
     assert components["envoy_gateway"]["version"] == doc["spec"]["versions"]["envoyGateway"]
     # Nothing changed: the status is not written again, and the transition times stay.
-    result, writes, _ = converge(cluster, management)
+    result, writes, _users = converge(cluster, management)
     assert result.rc == 0, output(result)
     assert writes == {}, writes
     assert conditions(live(management)) == conditions(doc)

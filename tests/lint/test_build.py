@@ -1,8 +1,8 @@
 """The built collection: `ansible-galaxy collection build` ships the collection and leaves every test double out.
 
 The test tooling (the test control plane and its operator double in testing/cluster, the cloud token services in
-testing/doubles) and the test charts live under testing/, which galaxy.yml's build_ignore leaves out. The real build runs into a
-temporary directory; the tarball's members, MANIFEST.json and FILES.json are read back.
+testing/doubles) and the test charts live under testing/, which galaxy.yml's build_ignore leaves out. The real build
+runs into a temporary directory; the tarball's members, MANIFEST.json and FILES.json are read back.
 """
 
 from __future__ import annotations

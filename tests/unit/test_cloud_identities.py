@@ -413,8 +413,8 @@ def test_each_identity_reads_a_cluster_that_demands_its_token(fake_clouds, rsa_k
     assert "PRIVATE" not in dest.read_text()
 
 
-def test_a_wrong_key_through_the_module_fails_clearly_and_shows_no_secret(fake_clouds, rsa_key, other_key, tmp_path,
-                                                                         target):
+def test_a_wrong_key_through_the_module_fails_clearly_and_shows_no_secret(
+        fake_clouds, rsa_key, other_key, tmp_path, target):
     register(fake_clouds, rsa_key)
     credential = nebius_key(fake_clouds, other_key)
     cluster, webhook = target

@@ -84,9 +84,9 @@ def test_an_unreachable_cluster_is_named_with_the_socket_error():
 
 @pytest.mark.parametrize(("error", "reason"), [
     (type("ApiException", (Exception,), {"status": 401, "reason": "Unauthorized"})(), "401 Unauthorized"),
-    (type("MaxRetryError", (Exception,), {"reason": "HTTPSConnection(host='h', port=1): Failed to establish a new "
-                                                     "connection: [Errno -2] Name or service not known"})(),
-     "Name or service not known"),
+    (type("MaxRetryError", (Exception,), {
+        "reason": "HTTPSConnection(host='h', port=1): Failed to establish a new connection: [Errno -2] Name or "
+                  "service not known"})(), "Name or service not known"),
     (type("Odd", (Exception,), {"reason": None})(), "Odd"),
 ])
 def test_reasons_are_short(error, reason):

@@ -9,6 +9,7 @@ classes cost several times more to import) and work the same across client versi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -85,6 +86,7 @@ def connect(kubeconfig: str | dict[str, Any] = "", context: str = "", environ: M
     # K8S_AUTH_CONTEXT names a context of the environment's kubeconfig: with a kubeconfig given it could pick
     # another cluster of that file (or none), so only the file's own current context applies then.
     context = context or ("" if kubeconfig else environ.get("K8S_AUTH_CONTEXT") or "")
+    _remove_key_files_at_exit(config)
     try:
         if not path and not context and _in_cluster_only(environ):
             from kubernetes.client import ApiClient
@@ -104,6 +106,31 @@ def connect(kubeconfig: str | dict[str, Any] = "", context: str = "", environ: M
     except Exception as error:  # discovery failed: the cluster is unreachable or refuses us
         where = getattr(api_client.configuration, "host", "") or "?"
         raise KubeReadError(f"cannot reach the cluster at {where}: {_reason(error)}") from None
+
+
+_KEY_FILES_WATCHED_IN: list[int] = []
+
+
+def _remove_key_files_at_exit(config: Any) -> None:
+    """Have the files the client is about to write the kubeconfig's inline certificate data to (the CA, the client
+    certificate and its private key, in the temporary directory) removed when this process ends. The client does
+    that with ``atexit``, which Ansible's worker processes never run (multiprocessing ends them with ``os._exit``,
+    after its own exit finalizers). Files inherited from the parent (its entries in the client's cache, still in
+    use there) are left alone."""
+    from multiprocessing import util
+
+    kube_config = getattr(config, "kube_config", None)
+    if not isinstance(getattr(kube_config, "_temp_files", None), dict) or os.getpid() in _KEY_FILES_WATCHED_IN:
+        return
+    _KEY_FILES_WATCHED_IN.append(os.getpid())
+    inherited = set(kube_config._temp_files.values())  # pylint: disable=protected-access
+
+    def remove() -> None:
+        for name in set(kube_config._temp_files.values()) - inherited:  # pylint: disable=protected-access
+            with contextlib.suppress(OSError):
+                os.remove(name)
+
+    util.Finalize(None, remove, exitpriority=0)
 
 
 def _in_cluster_only(environ: Mapping[str, str]) -> bool:
