@@ -9,6 +9,7 @@ started with the caller's Python when asked).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -156,8 +157,13 @@ class KwokCluster:
         config = self.workdir / "kwokctl.yaml"
         config.write_text(kwokctl_config(self.bin_dir, built / "stages", self.workdir, self.options))
         started = time.monotonic()
-        self._kwokctl("create", "cluster", "--config", str(config), "--kubeconfig", "", "--wait", "120s",
-                      timeout=300)
+        # kwokctl picks each component's port by trying them in turn from the same starting point: two clusters
+        # created at once pick the same ports and one of them fails to bind. One creation at a time per machine;
+        # a created cluster's ports are taken, so the next creation skips them.
+        with open(binaries.cache_root() / ".create.lock", "w", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._kwokctl("create", "cluster", "--config", str(config), "--kubeconfig", "", "--wait", "120s",
+                          timeout=300)
         kubeconfig = self._kwokctl("get", "kubeconfig").stdout
         fd = os.open(self.kubeconfig_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:

@@ -197,11 +197,25 @@ def test_a_stopped_cluster_leaves_nothing_behind(tmp_path: Path) -> None:
     assert not alive, alive
 
 
-def test_two_clusters_run_at_once(cluster: ClusterHandle, tmp_path: Path) -> None:
-    with running_cluster(tmp_path, nodes=1, gpu_nodes=0, operator_double=False, audit=False) as other:
-        assert other.url != cluster.url
-        other.kubectl("create", "configmap", "only-here")
-        assert cluster.kubectl("get", "configmap", "only-here", check=False).returncode != 0
+def test_clusters_started_at_the_same_time_all_come_up_apart(cluster: ClusterHandle, tmp_path: Path) -> None:
+    """kwokctl tries ports in the same order in every process: creations at once must not pick the same ones."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cluster.fixtures import start_cluster, stop_cluster
+
+    def start(name: str) -> ClusterHandle:
+        return start_cluster(tmp_path / name, nodes=1, gpu_nodes=0, operator_double=False, audit=False)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        started = list(pool.map(start, ["a", "b"]))
+    try:
+        assert len({cluster.url, *(other.url for other in started)}) == 3
+        started[0].kubectl("create", "configmap", "only-in-a")
+        assert started[1].kubectl("get", "configmap", "only-in-a", check=False).returncode != 0
+        assert cluster.kubectl("get", "configmap", "only-in-a", check=False).returncode != 0
+    finally:
+        for other in started:
+            stop_cluster(other.process)
 
 
 def test_ready_after_adds_a_delay_to_kwoks_pod_stages_only() -> None:

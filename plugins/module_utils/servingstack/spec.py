@@ -263,6 +263,18 @@ def _is_qualified_name(key: str) -> bool:
     return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.search(name))
 
 
+def _null_values_as_empty(metadata: object) -> object:
+    """``metadata`` with null label and annotation values read as "", as the API server decodes them into
+    ObjectMeta's string maps (a CR it accepts so must not be refused here)."""
+    if not isinstance(metadata, dict):
+        return metadata
+    cleaned = dict(metadata)
+    for name in ("labels", "annotations"):
+        if isinstance(metadata.get(name), dict):
+            cleaned[name] = {key: "" if value is None else value for key, value in metadata[name].items()}
+    return cleaned
+
+
 def _labels_and_annotations(walk: _Walk, metadata: dict) -> None:
     """Label keys and values, and annotation keys, as the API server checks them (the walk checked the types)."""
     labels = metadata.get("labels")
@@ -305,7 +317,7 @@ def _root(walk: _Walk, manifest: dict) -> dict:
     if metadata is None:
         walk.add("metadata", "required field is missing (metadata.name names the ServingStack)")
     else:
-        result["metadata"] = walk.mapping(METADATA, metadata, "metadata")
+        result["metadata"] = walk.mapping(METADATA, _null_values_as_empty(metadata), "metadata")
         if isinstance(result["metadata"], dict):
             _labels_and_annotations(walk, result["metadata"])
         if isinstance(result["metadata"], dict):
