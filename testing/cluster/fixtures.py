@@ -265,10 +265,13 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
         deadline = time.monotonic() + 10
         while True:
             holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            # The dead server's connections linger in TIME_WAIT; a port picked as free (port 0) is never one bound.
+            # SO_REUSEADDR to bind past the dead server's connections in TIME_WAIT, then off: a socket bound with it
+            # on lets every later SO_REUSEADDR socket (Go's listeners, kwokctl's free-port probe) bind and listen
+            # on the same port, and connections would reach that server instead of being refused.
             holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 holder.bind(("127.0.0.1", port))
+                holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
                 self._port_holder = holder
                 return
             except OSError:

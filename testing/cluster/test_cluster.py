@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -191,6 +192,13 @@ def test_a_stopped_cluster_leaves_nothing_behind(tmp_path: Path) -> None:
         handle.stop_apiserver()
         dead = handle.kubectl("get", "namespaces", check=False)
         assert dead.returncode != 0 and "refused" in dead.stderr, dead.stderr
+        # No later server can take the dead one's port (Go listens with SO_REUSEADDR, as this probe does).
+        port = int(handle.url.rsplit(":", 1)[1])
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            with pytest.raises(OSError):
+                probe.bind(("127.0.0.1", port))
+                probe.listen()
     assert not kubeconfig.exists() and not workdir.exists()
     alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()
              and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()]

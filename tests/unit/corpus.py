@@ -126,7 +126,8 @@ VALID = [
     case("status empty", ("status", {})),
     case("labels", ("metadata.labels", {"team": "inference"})),
     # The API server decodes a null label or annotation value into ObjectMeta's string maps as "".
-    case("null label and annotation values", ("metadata.labels", {"team": None}), ("metadata.annotations", {"a": None})),
+    case("null label and annotation values", ("metadata.labels", {"team": None}),
+         ("metadata.annotations", {"a": None})),
     case("labels prefixed and empty", ("metadata.labels", {"example.com/team": "in-ference_1.2", "tier": ""}),
          ("metadata.annotations", {"Example.com/Note": "x y\n" * 100})),
 ]
