@@ -71,16 +71,19 @@ def parse_recap(stdout: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def is_completed_request(event: dict[str, Any], everyone: bool = False) -> bool:
+    """A completed request on a resource (not discovery, /version, /readyz), by the test's clients unless
+    ``everyone`` (then the control plane's and the operator double's too)."""
+    return (event.get("stage") == "ResponseComplete" and bool((event.get("objectRef") or {}).get("resource"))
+            and (everyone or not str(event.get("userAgent", "")).startswith(SYSTEM_AGENTS)))
+
+
 def count_requests(events: list[dict[str, Any]]) -> dict[str, Any]:
     """The test's clients' requests among audit events: `total`, `verbs`, `resources` ("verb resource[.group]")."""
     verbs: Counter[str] = Counter()
     resources: Counter[str] = Counter()
-    for event in events:
-        if event.get("stage") != "ResponseComplete" or str(event.get("userAgent", "")).startswith(SYSTEM_AGENTS):
-            continue
-        ref = event.get("objectRef") or {}
-        if not ref.get("resource"):
-            continue  # discovery, /version, /readyz
+    for event in filter(is_completed_request, events):
+        ref = event["objectRef"]
         verbs[event["verb"]] += 1
         resource = ref["resource"] + (f".{ref['apiGroup']}" if ref.get("apiGroup") else "")
         resources[f"{event['verb']} {resource}"] += 1
@@ -177,21 +180,30 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
         log = self.audit_log
         return log.stat().st_size if log and log.exists() else 0
 
-    def requests_since(self, mark: int, settle: float = 0.3, timeout: float = 5.0) -> dict[str, Any]:
-        """The test's clients' requests logged since ``mark`` (see `count_requests`). The audit log backend writes
-        an event once its response is complete: wait until the log stops growing (at most ``timeout`` seconds: a
-        component that polls without end keeps it growing)."""
+    def audit_events(self, mark: int, *, everyone: bool = False, settle: float = 0.3,
+                     timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The completed requests logged since ``mark`` (`audit_mark()`), in the order they completed: the test's
+        clients' only, or with ``everyone`` the control plane's and the operator double's too (see
+        `is_completed_request`). The audit log backend writes an event once its response is complete: wait until
+        the log stops growing (at most ``timeout`` seconds: a component that polls without end keeps it growing)."""
         log = self.audit_log
         if log is None:
-            return {}
+            return []
         size, deadline = -1, time.monotonic() + timeout
         while size != log.stat().st_size and time.monotonic() < deadline:
             size = log.stat().st_size
             time.sleep(settle)
         with open(log, "rb") as handle:
             handle.seek(mark)
-            events = [json.loads(line) for line in handle.read().splitlines() if line.strip()]
-        return count_requests(events)
+            text = handle.read()
+        # A line still being written (no newline yet) is left out.
+        events = [json.loads(line) for line in text[:text.rfind(b"\n") + 1].splitlines() if line.strip()]
+        return sorted((event for event in events if is_completed_request(event, everyone)),
+                      key=lambda event: event["stageTimestamp"])
+
+    def requests_since(self, mark: int) -> dict[str, Any]:
+        """The test's clients' requests logged since ``mark`` (see `count_requests`)."""
+        return count_requests(self.audit_events(mark)) if self.audit_log else {}
 
     # -- failures made with real mechanisms ------------------------------------------------------------------
     def deny_writes(self, kind: str, namespace: str, name_prefix: str) -> Callable[[], None]:

@@ -207,23 +207,9 @@ class KwokCluster:
 
     def _start_double(self) -> None:
         script = HERE / "operator_double.py"
-        if not script.exists():
-            return
         log = open(self.workdir / "operator-double.log", "ab")  # noqa: SIM115  (closed with the process)
         self.double = subprocess.Popen([sys.executable, str(script), "--kubeconfig", str(self.kubeconfig_path)],
                                        stdout=log, stderr=subprocess.STDOUT, env=self.env)
-
-    def audit_log(self) -> Path:
-        return self.cluster_dir / "logs" / "audit.log"
-
-    def logs_dir(self) -> Path:
-        return self.cluster_dir / "logs"
-
-    def stop_component(self, component: str) -> None:
-        """Stop one component (e.g. kube-apiserver): a dead cluster for failure tests."""
-        pid_file = self.cluster_dir / "pids" / f"{component}.pid"
-        if pid_file.exists():
-            os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
 
     def stop(self) -> None:
         if self.double and self.double.poll() is None:

@@ -130,34 +130,9 @@ def secret_text(secret: dict[str, Any], key: str) -> str:
 
 def write_verbs(result: Any) -> dict[str, int]:
     """The write requests a playbook made (dry-run ones included: the audit log counts them alike)."""
-    return {verb: n for verb, n in result.requests["verbs"].items()
-            if verb in {"create", "update", "patch", "apply", "delete", "deletecollection"} and n}
+    from cluster.fixtures import writes
 
-
-WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
-
-
-def audit_events(cluster: Any, mark: int, *, everyone: bool = False) -> list[dict[str, Any]]:
-    """The completed requests on resources kube-apiserver's audit log holds since ``mark`` (`cluster.audit_mark()`),
-    by the time they completed: the test's clients' only (playbooks, helm, kubectl, the Python client), or with
-    ``everyone`` the control plane's and the operator double's too. An event is logged once its response is
-    complete: waits until the log stops growing (at most 5 s, as `requests_since`)."""
-    from cluster.fixtures import SYSTEM_AGENTS
-
-    log = cluster.audit_log
-    assert log is not None, "the cluster runs without an audit log"
-    size, deadline = -1, time.monotonic() + 5.0
-    while size != log.stat().st_size and time.monotonic() < deadline:
-        size = log.stat().st_size
-        time.sleep(0.3)
-    with open(log, "rb") as handle:
-        handle.seek(mark)
-        text = handle.read()
-    # A line still being written (no newline yet) is left out.
-    events = [json.loads(line) for line in text[:text.rfind(b"\n") + 1].splitlines() if line.strip()]
-    return sorted((e for e in events if e.get("stage") == "ResponseComplete" and (e.get("objectRef") or {}).get(
-        "resource") and (everyone or not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS))),
-        key=lambda e: e["stageTimestamp"])
+    return writes(result.requests)
 
 
 def describe(event: dict[str, Any]) -> str:
@@ -172,8 +147,10 @@ def describe(event: dict[str, Any]) -> str:
 def committed_writes(cluster: Any, mark: int) -> list[str]:
     """The test's clients' write requests since ``mark`` that were not dry runs (`?dryRun=All`): what check mode
     must never send. Dry runs change nothing, and check mode may send them (kubernetes.core.k8s does)."""
-    return [describe(e) for e in audit_events(cluster, mark)
-            if e["verb"] in WRITES and "dryRun=" not in e.get("requestURI", "")]
+    from cluster.fixtures import WRITE_VERBS
+
+    return [describe(e) for e in cluster.audit_events(mark)
+            if e["verb"] in WRITE_VERBS and "dryRun=" not in e.get("requestURI", "")]
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from stack_support import WIDGET_CRD, WRITES, audit_events, committed_writes, get, output, write_verbs
+from cluster.fixtures import WRITE_VERBS
+from stack_support import WIDGET_CRD, committed_writes, get, output, write_verbs
 
 pytestmark = [pytest.mark.playbook]
 
@@ -88,7 +89,7 @@ def test_check_mode_previews_what_cannot_be_dry_run_and_writes_nothing(cluster, 
     assert names(done["sent"]) == ["Namespace/not-there-yet"], done
     assert committed_writes(cluster, mark) == [] and get(cluster, "v1", "Namespace", "not-there-yet") is None
     # The one write request is the namespace's dry run.
-    dry_runs = [(e["verb"], e["objectRef"]["resource"]) for e in audit_events(cluster, mark) if e["verb"] in WRITES]
+    dry_runs = [(e["verb"], e["objectRef"]["resource"]) for e in cluster.audit_events(mark) if e["verb"] in WRITE_VERBS]
     assert dry_runs == [("create", "namespaces")], dry_runs
 
 

@@ -11,7 +11,6 @@ from stack_support import (
     LEGACY_GATEWAY_NS,
     SITE,
     UPSTREAM,
-    audit_events,
     describe,
     get,
     listed,
@@ -70,7 +69,7 @@ def test_an_upgrade_moves_the_gateway_to_modelplane_system_without_a_gap(fresh_c
     # The order, from kube-apiserver's audit log: the run creates the new Gateway, Envoy Gateway (the operator
     # double, which writes Accepted and Programmed=True with the address in one status write) programs it, and
     # only then does the run delete the old one.
-    events = [e for e in audit_events(cluster, mark, everyone=True) if e["objectRef"].get("resource") == "gateways"
+    events = [e for e in cluster.audit_events(mark, everyone=True) if e["objectRef"].get("resource") == "gateways"
               and e["objectRef"].get("apiGroup") == "gateway.networking.k8s.io" and e["verb"] in
               ("create", "update", "patch", "delete") and (e.get("responseStatus") or {}).get("code", 500) < 300
               and "dryRun=" not in e.get("requestURI", "")]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cluster.fixtures import count_requests, running_cluster
+from cluster.fixtures import WRITE_VERBS, count_requests, running_cluster
 from cluster.token_webhook import token_kubeconfig, token_webhook
-from stack_support import REPO, SITE, UPSTREAM, audit_events, get, manifest, output, releases, stack_vars
+from stack_support import REPO, SITE, UPSTREAM, get, manifest, output, releases, stack_vars
 
 pytestmark = [
     pytest.mark.playbook,
@@ -25,7 +25,6 @@ pytestmark = [
 ]
 
 API = "infrastructure.modelplane.ai/v1alpha1"
-WRITES = {"create", "update", "patch", "apply", "delete", "deletecollection"}
 API_KEY = "awx-management-token-51e0b7"  # the AWX Kubernetes credential's bearer token
 AWX_USER = "awx-kubernetes-credential"  # whom the webhook says the token is
 
@@ -91,8 +90,8 @@ def converge(cluster, management, **more):
     mark = management.audit_mark()
     result = cluster.run_playbook(SITE, extra_vars=extra, env={**awx_env(management, private),
                                                                **more.pop("env", {})})
-    events = audit_events(management, mark)
-    writes = {key: n for key, n in count_requests(events)["resources"].items() if key.split(" ")[0] in WRITES}
+    events = management.audit_events(mark)
+    writes = {key: n for key, n in count_requests(events)["resources"].items() if key.split(" ")[0] in WRITE_VERBS}
     # kubernetes.core leaves its discovery cache (k8srcp-*.json) there; our private files must be gone.
     left = [path.name for path in private.iterdir() if "kubeconfig" in path.name or "servingstack" in path.name]
     assert left == [], f"temporary files were left behind: {left}"

@@ -42,6 +42,9 @@ class Chart:
     # groups owned by another release is reported and refused before helm runs, unless adopting.
     # CRDs in a chart's crds/ folder are left out: helm skips existing ones without asking whose.
     crd_groups: tuple[str, ...] = ()
+    # The chart's ``kubeVersion`` (None: it declares none) and the release whose Chart.yaml it was read from, the
+    # spec's default pin (tests/unit/test_preflight.py checks both against shared/upstream); the preflight's floors.
+    kube_version: tuple[str, str | None] | None = None
 
     @property
     def release(self) -> str:
@@ -115,6 +118,7 @@ COMPONENTS: tuple[Component, ...] = (
             Chart(
                 "cert-manager", JETSTACK, "cert-manager", "versions.certManager",
                 crd_groups=("cert-manager.io", "acme.cert-manager.io"),
+                kube_version=("v1.21.1", ">= 1.22.0-0"),
             ),
         ),
     ),
@@ -129,6 +133,7 @@ COMPONENTS: tuple[Component, ...] = (
             Chart(
                 "trust-manager", JETSTACK, "cert-manager", "versions.trustManager",
                 crd_groups=("trust.cert-manager.io", "trust-manager.io"),
+                kube_version=("v0.24.0", ">= 1.25.0-0"),
             ),
         ),
         manifests=(Manifest("Bundle publishing the gateway CA certificate"),),
@@ -144,6 +149,7 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://registry.k8s.io/nfd/charts/node-feature-discovery",
                 "node-feature-discovery",
                 "versions.nodeFeatureDiscovery",
+                kube_version=("0.18.3", None),
             ),
         ),
     ),
@@ -160,6 +166,7 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
                 "dra-driver-nvidia-gpu",
                 "versions.nvidiaDraDriver",
+                kube_version=("0.4.0", ">=1.32.0-0"),
             ),
         ),
         # The nvidia_dra role makes it only for another driver root than the chart's default (GKE's).
@@ -181,6 +188,7 @@ COMPONENTS: tuple[Component, ...] = (
                 "oci://docker.io/envoyproxy/gateway-helm",
                 "envoy-gateway-system",
                 "versions.envoyGateway",
+                kube_version=("v1.8.4", None),
             ),
             Chart(
                 "ai-gateway-crds-helm",
@@ -190,12 +198,14 @@ COMPONENTS: tuple[Component, ...] = (
                 # The chart templates the AI Gateway's CRDs (not collected in shared/upstream); the
                 # group of its own kinds (AIGatewayRoute).
                 crd_groups=("aigateway.envoyproxy.io",),
+                kube_version=(AI_GATEWAY_VERSION, None),
             ),
             Chart(
                 "ai-gateway-helm",
                 "oci://docker.io/envoyproxy/ai-gateway-helm",
                 "envoy-ai-gateway-system",
                 version=AI_GATEWAY_VERSION,
+                kube_version=(AI_GATEWAY_VERSION, None),
             ),
         ),
         manifests=(
@@ -210,7 +220,8 @@ COMPONENTS: tuple[Component, ...] = (
         namespace="lws-system",
         version_key="standard.leaderWorkerSet",
         stacks=frozenset({STANDARD}),
-        charts=(Chart("lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet"),),
+        charts=(Chart("lws", "oci://registry.k8s.io/lws/charts/lws", "lws-system", "standard.leaderWorkerSet",
+                      kube_version=("v0.8.0", None)),),
     ),
     Component(
         name="grove_kai",
@@ -227,8 +238,10 @@ COMPONENTS: tuple[Component, ...] = (
                 "dynamo.kaiScheduler",
                 # Upstream: "helm rollback is unsupported" (its CRD upgrader hook runs forward only).
                 atomic=False,
+                kube_version=("v0.16.8", None),
             ),
-            Chart("grove-charts", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "grove-system", "dynamo.grove"),
+            Chart("grove-charts", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "grove-system", "dynamo.grove",
+                  kube_version=("v0.1.0-alpha.12-rc2", None)),
         ),
         manifests=(Manifest("KAI Queue for gang scheduling"),),
     ),
@@ -252,6 +265,7 @@ COMPONENTS: tuple[Component, ...] = (
                 "https://prometheus-community.github.io/helm-charts",
                 "monitoring",
                 "versions.prometheus",
+                kube_version=("72.6.2", ">=1.19.0-0"),
             ),
         ),
     ),

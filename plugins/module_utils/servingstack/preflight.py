@@ -26,24 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import versions
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME, COMPONENTS
 
-# Every chart of the components table: the version whose Chart.yaml was read, and its ``kubeVersion`` (None: it has
-# none). Read from the pinned releases (shared/upstream, checked by tests/unit/test_preflight.py); the version is the
-# spec's default pin. A later pin is held to the same lower bound (charts raise theirs, they do not lower them); an
-# earlier one to none here, helm still checks its own constraint when it installs.
+# Every chart's ``kubeVersion`` and the release it was read from, by chart name (the components table's
+# ``Chart.kube_version``). A later pin is held to the same lower bound (charts raise theirs, they do not lower them);
+# an earlier one to none here, helm still checks its own constraint when it installs.
 CHART_KUBE_VERSIONS: dict[str, tuple[str, str | None]] = {
-    "cert-manager": ("v1.21.1", ">= 1.22.0-0"),
-    "trust-manager": ("v0.24.0", ">= 1.25.0-0"),
-    "node-feature-discovery": ("0.18.3", None),
-    "dra-driver-nvidia-gpu": ("0.4.0", ">=1.32.0-0"),
-    "gateway-helm": ("v1.8.4", None),
-    "ai-gateway-crds-helm": ("v1.1.0", None),
-    "ai-gateway-helm": ("v1.1.0", None),
-    "lws": ("v0.8.0", None),
-    "kai-scheduler": ("v0.16.8", None),
-    "grove-charts": ("v0.1.0-alpha.12-rc2", None),
-    "kube-prometheus-stack": ("72.6.2", ">=1.19.0-0"),
+    chart.name: chart.kube_version for component in COMPONENTS for chart in component.charts if chart.kube_version
 }
 
 
