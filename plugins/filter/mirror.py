@@ -25,8 +25,8 @@ def servingstack_chart_mirror_problems(setting: Any) -> list[str]:
     return mirror.problems(setting, CHARTS)
 
 
-def helm_release_mirrored(releases: list[dict[str, Any]], setting: Any) -> list[dict[str, Any]]:
-    """A helm_release entry list with each chart taken from the mirror setting."""
+def servingstack_mirrored_releases(releases: list[dict[str, Any]], setting: Any) -> list[dict[str, Any]]:
+    """A component's release list with each chart taken from the mirror setting."""
     return mirror.apply_releases(releases or [], _parsed(setting))
 
 
@@ -47,6 +47,6 @@ class FilterModule:
         return {
             "servingstack_chart_mirror_problems": servingstack_chart_mirror_problems,
             "servingstack_chart_logins": servingstack_chart_logins,
-            "helm_release_mirrored": helm_release_mirrored,
+            "servingstack_mirrored_releases": servingstack_mirrored_releases,
             "servingstack_chart_environment": servingstack_chart_environment,
         }

@@ -20,16 +20,8 @@ def servingstack_teardown_order(entries: list[dict[str, Any]]) -> list[dict[str,
         raise AnsibleFilterError(f"servingstack_teardown_order: {error}") from None
 
 
-def servingstack_objects_for(objects: list[dict[str, Any]], state: str,
-                             remove_crds: bool = False) -> list[dict[str, Any]]:
-    """A component's objects as a converge to ``state`` handles them: as given when present; when absent the last
-    applied first, CRDs only with ``remove_crds``."""
-    return teardown.objects_for(state, list(objects or []), bool(remove_crds))
-
-
 class FilterModule:
     """modelplane.serving teardown filter."""
 
     def filters(self) -> dict[str, Any]:
-        return {"servingstack_teardown_order": servingstack_teardown_order,
-                "servingstack_objects_for": servingstack_objects_for}
+        return {"servingstack_teardown_order": servingstack_teardown_order}

@@ -20,6 +20,10 @@ description:
     Gateway no address. A heuristic, so only a warning.
   - Warnings are shown as Ansible warnings. With O(refuse) (the default) problems fail the lookup, each named with
     its fix, joined by C(; ).
+  - Ownership (always, also with O(cluster_checks) false) - a Helm release of one of the planned charts under another
+    name (a user's own, read from Helm's release Secrets), or a CRD of a planned chart's API groups whose Helm
+    annotations name another release, is a problem unless O(adopt) is true. Two controllers would fight over one
+    cluster, and an upgrade would silently take the CRD over.
   - It only reads the cluster, and behaves the same in check mode.
 options:
   plan:
@@ -31,6 +35,14 @@ options:
     description: Fail on a problem. False returns the problems instead.
     type: bool
     default: true
+  cluster_checks:
+    description: Check the Kubernetes version, the API groups and the Nodes. False checks ownership only.
+    type: bool
+    default: true
+  adopt:
+    description: Take over releases and CRDs of the planned charts that another Helm release owns, instead of refusing.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - modelplane.serving.target_cluster
 """
@@ -56,7 +68,7 @@ from typing import Any
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, preflight
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, ownership, preflight
 
 display = Display()
 # One page is enough: a cloud sets a provider ID on every node, so the first nodes tell.
@@ -82,8 +94,14 @@ class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
         self.set_options(var_options=variables, direct=kwargs)
         plan = self.get_option("plan")
+        cluster_checks = self.get_option("cluster_checks")
         try:
             client = kubeclient.connect(self.get_option("kubeconfig"), self.get_option("context"))
+            problems = [] if self.get_option("adopt") else _ownership_problems(client, plan)
+            if not cluster_checks:
+                if problems and self.get_option("refuse"):
+                    raise AnsibleLookupError("; ".join(problems))
+                return [{"kubernetes": "", "problems": problems, "warnings": []}]
             version = _get(client, "/version", "the cluster's version (/version)")
             groups = _get(client, "/apis", "the cluster's API groups (/apis)")
             try:
@@ -97,6 +115,23 @@ class LookupModule(LookupBase):
         found = preflight.check(plan, version, groups, nodes)
         for warning in found.warnings:
             display.warning(warning)
-        if found.problems and self.get_option("refuse"):
-            raise AnsibleLookupError("; ".join(found.problems))
-        return [{"kubernetes": found.kubernetes, "problems": list(found.problems), "warnings": list(found.warnings)}]
+        problems = list(found.problems) + problems
+        if problems and self.get_option("refuse"):
+            raise AnsibleLookupError("; ".join(problems))
+        return [{"kubernetes": found.kubernetes, "problems": problems, "warnings": list(found.warnings)}]
+
+
+# A release's latest revision is in one of these; superseded and uninstalled revisions are history.
+LIVE_STATES = "deployed,failed,pending-install,pending-upgrade,pending-rollback"
+
+
+def _ownership_problems(client: Any, plan: list[dict[str, Any]]) -> list[str]:
+    """Releases and CRDs of the planned charts that another Helm release owns, each with how to take them over."""
+    releases = [release for component in plan or [] for release in component.get("releases") or []]
+    if not releases:
+        return []
+    secrets = _get(client, "/api/v1/secrets", "the Helm release Secrets", labelSelector=f"owner=helm,status in ({LIVE_STATES})",
+                   fieldSelector="type=helm.sh/release.v1").get("items") or []
+    crds = _get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "the CRDs").get("items") or []
+    found = ownership.foreign_releases(releases, secrets) + ownership.crd_conflicts(releases, crds)
+    return [f"{problem}: remove it, or set servingstack_adopt to take it over" for problem in found]

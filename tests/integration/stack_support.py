@@ -144,6 +144,21 @@ def describe(event: dict[str, Any]) -> str:
     return f"{event['verb']} {resource} {where} -> {code} ({str(event.get('userAgent', ''))[:40]})"
 
 
+def patched_objects(cluster: Any, mark: int) -> list[tuple[str, str, str | None, str]]:
+    """``(apiVersion, resource, namespace, name)`` of every object the test's clients PATCHed since ``mark``."""
+    found = {(f"{ref['apiGroup']}/{ref['apiVersion']}" if ref.get("apiGroup") else ref["apiVersion"],
+              ref["resource"], ref.get("namespace"), ref["name"])
+             for ref in (e["objectRef"] for e in cluster.audit_events(mark) if e["verb"] == "patch")}
+    return sorted(found, key=str)
+
+
+def resource_versions(cluster: Any, refs: list[tuple[str, str, str | None, str]]) -> dict[tuple, str]:
+    """The stored ``metadata.resourceVersion`` of each object: it changes with every write the API server keeps."""
+    dynamic = cluster.dynamic()
+    return {ref: dynamic.resources.get(api_version=ref[0], name=ref[1]).get(name=ref[3], namespace=ref[2])
+            .metadata.resourceVersion for ref in refs}
+
+
 def committed_writes(cluster: Any, mark: int) -> list[str]:
     """The test's clients' write requests since ``mark`` that were not dry runs (`?dryRun=All`): what check mode
     must never send. Dry runs change nothing, and check mode may send them (kubernetes.core.k8s does)."""

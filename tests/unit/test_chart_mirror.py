@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import mirror
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.plan import build_plan
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.releases import show_crds_commands
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.spec import validate
 from servingstack_docs import load_example
 
@@ -17,7 +16,8 @@ def plan() -> list[dict]:
 
 
 def mirrored_plan(parsed: mirror.Mirror | None) -> list[dict]:
-    """The plan with each component's releases taken from the mirror, as helm_release does."""
+    """The plan with each component's releases taken from the mirror, as the component role does
+    (servingstack_mirrored_releases)."""
     return [{**entry, "releases": mirror.apply_releases(entry["releases"], parsed)} for entry in plan()]
 
 
@@ -120,16 +120,6 @@ def test_a_password_is_never_quoted() -> None:
     found = problems({"url": "https://x.example/c", "username": "u", "password": 12345678})
     assert found == ["servingstack_chart_mirror.password: must be a string (the value is not shown)"]
     assert "12345678" not in " ".join(found)
-
-
-def test_show_crds_carries_the_mirrors_tls_flags() -> None:
-    parsed = mirror.parse({"url": "oci://r.example/mp", "ca_file": "/ca.pem", "insecure_skip_tls_verify": True,
-                           "plain_http": True}, CHARTS)
-    entries = [release for entry in mirrored_plan(parsed) for release in entry["releases"]]
-    lws = next(release for release in entries if release["chart"] == "lws")
-    [command] = show_crds_commands([{"name": "mp-lws", "namespace": lws["namespace"], "version": "v0.8.0"}], entries)
-    assert command["argv"] == ["helm", "show", "crds", "oci://r.example/mp/lws", "--version", "v0.8.0",
-                               "--ca-file=/ca.pem", "--insecure-skip-tls-verify", "--plain-http"]
 
 
 def test_problems_lists_every_problem_and_none_for_a_good_setting() -> None:

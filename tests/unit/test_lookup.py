@@ -1,5 +1,5 @@
-"""The servingstack_component, servingstack_status, servingstack_objects and helm_client_version lookups (the status
-and objects lookups against a real API server: testing/cluster, one per module)."""
+"""The servingstack_component, servingstack_status and servingstack_objects lookups (the status and objects lookups
+against a real API server: testing/cluster, one per module)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 import yaml
 from ansible.errors import AnsibleLookupError
 from ansible_collections.modelplane.serving.plugins.lookup import (
-    helm_client_version,
     servingstack_component,
     servingstack_objects,
     servingstack_status,
@@ -33,7 +32,6 @@ def docs(path: Path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("path", [
-    PLUGINS / "lookup" / "helm_client_version.py",
     PLUGINS / "lookup" / "servingstack_component.py",
     PLUGINS / "lookup" / "servingstack_status.py",
     PLUGINS / "lookup" / "servingstack_objects.py",
@@ -227,29 +225,3 @@ def test_objects_refuses_a_term_without_kind_and_names_a_bad_kubeconfig(api, tmp
     with pytest.raises(AnsibleLookupError, match="servingstack_objects: cannot load the kubeconfig"):
         read_objects(str(tmp_path / "missing"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
     assert read_objects(api[1]) == []
-
-
-def stub_helm(tmp_path: Path, script: str) -> str:
-    helm = tmp_path / "helm"
-    helm.write_text("#!/bin/sh\n" + script)
-    helm.chmod(0o755)
-    return str(helm)
-
-
-def test_helm_client_version_is_what_helm_version_short_prints(tmp_path):
-    helm = stub_helm(tmp_path, '[ "$1 $2" = "version --short" ] && echo "  v3.17.2+gcc0ef0b" && exit 0\nexit 9\n')
-    assert run_lookup(helm_client_version, [helm]) == ["v3.17.2+gcc0ef0b"]
-
-
-def test_helm_client_version_names_a_helm_that_does_not_answer(tmp_path):
-    failing = stub_helm(tmp_path, 'echo "Error: unknown flag: --short" >&2\nexit 2\n')
-    with pytest.raises(AnsibleLookupError, match=r"version --short exited with status 2: Error: unknown flag: --short"):
-        helm_client_version.client_version(failing)
-    missing = str(tmp_path / "no-such-helm")
-    with pytest.raises(AnsibleLookupError, match=f"cannot run '{missing}' version --short: .*No such file"):
-        helm_client_version.client_version(missing)
-    slow = stub_helm(tmp_path, "sleep 5\n")
-    with pytest.raises(AnsibleLookupError, match="timed out after 1 seconds"):
-        helm_client_version.client_version(slow, timeout=1)
-    with pytest.raises(AnsibleLookupError, match="give one helm binary, not 2 terms"):
-        run_lookup(helm_client_version, ["helm", "helm3"])

@@ -244,13 +244,3 @@ def test_teardown_refuses_a_name_the_table_does_not_have():
 
     with pytest.raises(AnsibleFilterError, match=r"not components of modelplane\.serving: ingress_controller"):
         servingstack_teardown_order([{"name": "ingress_controller"}, {"name": "lws"}])
-
-
-def test_objects_go_as_applied_when_present_and_backwards_without_crds_when_absent():
-    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.teardown import objects_for
-
-    objects = [{"kind": "CustomResourceDefinition"}, {"kind": "Namespace"}, {"kind": "Deployment"}]
-    assert objects_for("present", objects, False) == objects
-    assert [o["kind"] for o in objects_for("absent", objects, False)] == ["Deployment", "Namespace"]
-    assert [o["kind"] for o in objects_for("absent", objects, True)] == ["Deployment", "Namespace",
-                                                                         "CustomResourceDefinition"]

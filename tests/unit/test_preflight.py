@@ -1,8 +1,12 @@
 """The preflight (module_utils/servingstack/preflight.py, the servingstack_preflight lookup, the servingstack role's
-steps): the Kubernetes floor from the pinned charts, the DRA API, the load-balancer warning."""
+steps): the Kubernetes floor from the pinned charts, the DRA API, the load-balancer warning, and the Helm releases and
+CRDs of the planned charts that another release owns."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -279,16 +283,46 @@ def lookup(monkeypatch):
     return run
 
 
-def cluster(version: str, groups: dict[str, Any], nodes: Any) -> FakeCluster:
+SECRETS_PATH = "/api/v1/secrets"
+CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# Helm 3's release Secrets only, and only the deployed revisions (labels helm's storage driver sets).
+RELEASE_SECRETS = (SECRETS_PATH, {"labelSelector": "owner=helm,status=deployed",
+                                  "fieldSelector": "type=helm.sh/release.v1"})
+OWNERSHIP_READS = [RELEASE_SECRETS, (CRDS_PATH, {})]
+
+
+def cluster(version: str, groups: dict[str, Any], nodes: Any, secrets: Any = (), crds: Any = ()) -> FakeCluster:
+    def items(found: Any) -> Any:
+        return found if isinstance(found, Exception) else {"items": list(found)}
+
     return FakeCluster({"/version": {"gitVersion": version, "major": "1"}, "/apis": groups,
-                        "/api/v1/nodes": nodes if isinstance(nodes, Exception) else {"items": nodes}})
+                        "/api/v1/nodes": items(nodes), SECRETS_PATH: items(secrets), CRDS_PATH: items(crds)})
 
 
-def test_the_lookup_reads_version_discovery_and_one_page_of_nodes_and_nothing_else(lookup):
+def release_secret(name: str, namespace: str, chart: str) -> dict[str, Any]:
+    """A Helm 3 release Secret as the API returns it: data.release is base64 of helm's base64 of gzipped JSON."""
+    release = {"name": name, "namespace": namespace, "version": 1, "info": {"status": "deployed"},
+               "chart": {"metadata": {"name": chart, "version": "v1.0.0"}}}
+    packed = base64.b64encode(gzip.compress(json.dumps(release).encode()))
+    return {"type": "helm.sh/release.v1", "metadata": {"name": f"sh.helm.release.v1.{name}.v1", "namespace": namespace},
+            "data": {"release": base64.b64encode(packed).decode()}}
+
+
+def owned_crd(name: str, group: str, release: str, namespace: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "annotations": {"meta.helm.sh/release-name": release,
+                                                       "meta.helm.sh/release-namespace": namespace}},
+            "spec": {"group": group}}
+
+
+def planned(chart: str) -> dict[str, Any]:
+    return next(release for component in STANDARD for release in component["releases"] if release["chart"] == chart)
+
+
+def test_the_lookup_reads_release_secrets_crds_version_discovery_and_one_page_of_nodes_and_nothing_else(lookup):
     fake = cluster("v1.36.3", DRA_V1, [CLOUD_NODE])
     found, warned = lookup(fake, plan=STANDARD)
     assert found == {"kubernetes": "v1.36.3", "problems": [], "warnings": []} and warned == []
-    assert fake.paths == [("/version", {}), ("/apis", {}), ("/api/v1/nodes", {"limit": 100})]
+    assert fake.paths == [*OWNERSHIP_READS, ("/version", {}), ("/apis", {}), ("/api/v1/nodes", {"limit": 100})]
 
 
 def test_the_lookup_refuses_with_every_problem_and_still_warns(lookup):
@@ -313,8 +347,76 @@ def test_nodes_it_may_not_list_skip_only_the_load_balancer_check(lookup):
 
 
 def test_an_unreadable_version_fails_the_lookup_naming_the_read(lookup):
-    fake = FakeCluster({"/version": Forbidden()})
+    fake = cluster("v1.36.3", DRA_V1, [CLOUD_NODE])
+    fake.responses["/version"] = Forbidden()
     with pytest.raises(AnsibleLookupError, match=r"reading the cluster's version \(/version\) failed: 403 Forbidden"):
+        lookup(fake, plan=STANDARD)
+
+
+# --------------------------------------------------------------------------- what another Helm release owns
+
+
+def test_a_users_release_of_a_planned_chart_and_a_crd_another_release_owns_are_refused(lookup):
+    cert_manager, trust_manager = planned("cert-manager"), planned("trust-manager")
+    secrets = [release_secret(cert_manager["release"], cert_manager["namespace"], "cert-manager"),  # ours
+               release_secret("cm", "tools", "cert-manager"),  # a user's, the same chart
+               release_secret("my-app", "apps", "not-a-planned-chart")]
+    crds = [owned_crd("bundles.trust.cert-manager.io", "trust.cert-manager.io", "user-trust", "tools"),
+            owned_crd("certificates.cert-manager.io", "cert-manager.io", cert_manager["release"],
+                      cert_manager["namespace"])]  # ours
+    with pytest.raises(AnsibleLookupError) as refused:
+        lookup(cluster("v1.36.3", DRA_V1, [CLOUD_NODE], secrets, crds), plan=STANDARD)
+    assert str(refused.value) == (
+        f"Helm release tools/cm installs the chart cert-manager too (ours is {cert_manager['namespace']}/"
+        f"{cert_manager['release']}): remove it, or set servingstack_adopt to take it over; "
+        f"CustomResourceDefinition bundles.trust.cert-manager.io belongs to Helm release tools/user-trust (ours is "
+        f"{trust_manager['namespace']}/{trust_manager['release']}): remove it, or set servingstack_adopt to take it "
+        "over")
+
+
+def test_ownership_problems_come_after_the_clusters_when_told_not_to_refuse(lookup):
+    fake = cluster("v1.31.4", NO_DRA, [CLOUD_NODE], [release_secret("cm", "tools", "cert-manager")])
+    found, _ = lookup(fake, plan=STANDARD, refuse=False)
+    assert [problem[:33] for problem in found["problems"]] == [
+        "cluster kubernetes v1.31.4 is old", "cluster serves no resource.k8s.io", "Helm release tools/cm installs th"]
+
+
+def test_adopting_reads_no_release_or_crd_and_refuses_none(lookup):
+    fake = cluster("v1.36.3", DRA_V1, [CLOUD_NODE], [release_secret("cm", "tools", "cert-manager")],
+                   [owned_crd("bundles.trust.cert-manager.io", "trust.cert-manager.io", "user-trust", "tools")])
+    found, _ = lookup(fake, plan=STANDARD, adopt=True)
+    assert found["problems"] == []
+    assert fake.paths == [("/version", {}), ("/apis", {}), ("/api/v1/nodes", {"limit": 100})]
+
+
+def test_without_the_cluster_checks_only_ownership_is_read_and_refused(lookup):
+    clean = cluster("v1.31.4", NO_DRA, [BARE_NODE])
+    found, warned = lookup(clean, plan=STANDARD, cluster_checks=False)
+    assert found == {"kubernetes": "", "problems": [], "warnings": []} and warned == []
+    assert clean.paths == OWNERSHIP_READS
+    foreign = cluster("v1.31.4", NO_DRA, [BARE_NODE], [release_secret("cm", "tools", "cert-manager")])
+    with pytest.raises(AnsibleLookupError, match=r"^Helm release tools/cm installs the chart cert-manager too"):
+        lookup(foreign, plan=STANDARD, cluster_checks=False)
+    found, _ = lookup(foreign, plan=STANDARD, cluster_checks=False, refuse=False)
+    assert len(found["problems"]) == 1
+    # Adopting and no cluster checks: nothing to read.
+    nothing = cluster("v1.31.4", NO_DRA, [BARE_NODE])
+    assert lookup(nothing, plan=STANDARD, cluster_checks=False, adopt=True)[0]["problems"] == []
+    assert nothing.paths == []
+
+
+def test_a_plan_without_releases_reads_no_release_or_crd(lookup):
+    fake = cluster("v1.36.3", DRA_V1, [CLOUD_NODE])
+    releaseless = [{**component, "releases": []} for component in STANDARD]
+    assert lookup(fake, plan=releaseless)[0]["problems"] == []
+    assert fake.paths == [("/version", {}), ("/apis", {}), ("/api/v1/nodes", {"limit": 100})]
+
+
+@pytest.mark.parametrize(("path", "what"), [(SECRETS_PATH, "the Helm release Secrets"), (CRDS_PATH, "the CRDs")])
+def test_unreadable_release_secrets_or_crds_fail_the_lookup_naming_the_read(lookup, path, what):
+    fake = cluster("v1.36.3", DRA_V1, [CLOUD_NODE])
+    fake.responses[path] = Forbidden()
+    with pytest.raises(AnsibleLookupError, match=f"^servingstack_preflight: reading {what} failed: 403 Forbidden$"):
         lookup(fake, plan=STANDARD)
 
 
@@ -322,31 +424,40 @@ def test_an_unreadable_version_fails_the_lookup_naming_the_read(lookup):
 
 
 def steps(**extra: Any) -> list[str]:
+    """The task files the servingstack role's converge takes on the target cluster (tasks/main.yml), in order: each
+    whose ``when`` holds for the role's defaults with ``extra`` over them."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
     loader = DataLoader()
-    variables = {**loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True),
-                 "servingstack_compared": {"unchanged": False}, **extra}
-    variables.update(loader.load_from_file(str(ROLE / "vars" / "main.yml"), trusted_as_template=True))
-    return Templar(loader=loader, variables=variables).template(trust_as_template("{{ servingstack_steps }}"))
+    variables = {**loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True), **extra}
+    templar = Templar(loader=loader, variables=variables)
+    [converge] = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
+    taken = []
+    for task in target:
+        when = task.get("when")
+        if when is None or templar.template(trust_as_template("{{ " + when + " }}")):
+            taken.append(task.get("ansible.builtin.import_tasks") or task["ansible.builtin.include_tasks"])
+    return taken
 
 
-def test_a_converge_checks_the_cluster_before_it_drops_the_record_or_installs_anything():
-    assert steps() == ["preflight.yml", "drop_record.yml", "releases.yml", "present.yml"]
-    assert steps(servingstack_parallel=True) == ["preflight.yml", "drop_record.yml", "releases.yml", "handoff.yml"]
+def test_a_converge_checks_the_cluster_before_it_installs_anything():
+    assert steps() == ["preflight.yml", "present.yml"]
+    assert steps(servingstack_parallel=True) == ["preflight.yml", "handoff.yml"]
 
 
-def test_the_preflight_costs_nothing_on_an_unchanged_rerun_a_teardown_or_when_turned_off():
-    assert steps(servingstack_compared={"unchanged": True}) == []
-    assert "preflight.yml" not in steps(servingstack_state="absent")
-    assert steps(servingstack_preflight=False) == ["drop_record.yml", "releases.yml", "present.yml"]
+def test_the_preflight_runs_on_every_converge_turned_off_or_not_and_not_on_a_teardown():
+    assert steps(servingstack_state="absent") == ["absent.yml"]
+    # servingstack_preflight false turns the cluster checks off; what another Helm release owns is still refused.
+    assert steps(servingstack_preflight=False) == ["preflight.yml", "present.yml"]
 
 
-def test_the_preflight_task_gives_the_lookup_the_plan_and_the_target_cluster():
+def test_the_preflight_task_gives_the_lookup_the_plan_adopt_the_checks_and_the_target_cluster():
     [task] = yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text())
     call = " ".join(task["ansible.builtin.set_fact"]["servingstack_preflight_found"].split())
     assert call == ("{{ lookup('modelplane.serving.servingstack_preflight', plan=servingstack_plan, "
+                    "adopt=servingstack_adopt | bool, cluster_checks=servingstack_preflight | bool, "
                     "kubeconfig=servingstack_target_kubeconfig) }}")
 
 

@@ -1,10 +1,10 @@
 """The component roles' Helm values, templates and interfaces.
 
 Each role's variables are rendered with Ansible's own templating, as the play does in
-modelplane.serving.component's tasks (the role's and the component role's defaults, the test's extra vars, then
-their vars), and every values key is checked against the chart's upstream values.yaml. Objects of custom kinds are
-validated against their upstream CRD schema. Every role's argument specs mirror its defaults, and every component
-role holds only what differs from the others.
+modelplane.serving.component's tasks (the role's and the component role's defaults, the test's extra vars, their
+vars, then the facts the first task of roles/component/tasks/main.yml sets), and every values key is checked against
+the chart's upstream values.yaml. Objects of custom kinds are validated against their upstream CRD schema. Every
+role's argument specs mirror its defaults, and every component role holds only what differs from the others.
 """
 
 from __future__ import annotations
@@ -62,6 +62,21 @@ def _load(path: Path) -> dict[str, Any]:
 COMPONENT = ROLES / "component"
 
 
+def _component_tasks() -> list[dict[str, Any]]:
+    from ansible.parsing.dataloader import DataLoader
+
+    return DataLoader().load_from_file(str(COMPONENT / "tasks" / "main.yml"), trusted_as_template=True)
+
+
+def _rendered_facts() -> dict[str, Any]:
+    """What the first task of modelplane.serving.component sets (the values by chart, the objects, the mirrored
+    releases), with the task's own vars: templated when read, as set_fact templates them when it runs."""
+    task = _component_tasks()[0]
+    facts = task["ansible.builtin.set_fact"]
+    assert "component_chart_values" in facts, "the component's values are set by its first task"
+    return {**task.get("vars", {}), **facts}
+
+
 def templar(role: str, **extra: Any):
     """An Ansible Templar as modelplane.serving.component's tasks see the variables of component role ``role``."""
     from ansible.parsing.dataloader import DataLoader
@@ -76,6 +91,7 @@ def templar(role: str, **extra: Any):
     for folder in (ROLES / role, COMPONENT):
         if (folder / "vars" / "main.yml").exists():
             variables.update(_load(folder / "vars" / "main.yml"))
+    variables.update(_rendered_facts())
     return Templar(loader=DataLoader(), variables=variables)
 
 
@@ -92,7 +108,7 @@ def render(role: str, template: str, **extra: Any) -> list[dict[str, Any]]:
 
 
 def by_chart(role: str, **extra: Any) -> dict[str, dict[str, Any]]:
-    """Chart name -> values, as modelplane.serving.component hands them to modelplane.serving.helm_release."""
+    """Chart name -> values, as modelplane.serving.component hands them to kubernetes.core.helm (releases.yml)."""
     return var(role, "component_chart_values", **extra)
 
 
@@ -537,8 +553,8 @@ def _yaml(path: Path) -> Any:
 def test_my_roles_are_every_role_and_the_component_roles_are_the_tables():
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import COMPONENTS
 
-    assert {"servingstack", "helm_release", "component"} < set(MY_ROLES)
-    assert set(MY_ROLES) - {"servingstack", "helm_release", "component"} == {c.name for c in COMPONENTS}
+    assert {"servingstack", "component"} < set(MY_ROLES)
+    assert set(MY_ROLES) - {"servingstack", "component"} == {c.name for c in COMPONENTS}
 
 
 @pytest.mark.parametrize("role", MY_ROLES)
@@ -570,7 +586,7 @@ def test_every_default_is_commented(role):
 
 # --------------------------------------------------------------------------- a component role is what differs
 
-COMPONENT_ROLES = sorted(set(MY_ROLES) - {"servingstack", "helm_release", "component"})
+COMPONENT_ROLES = sorted(set(MY_ROLES) - {"servingstack", "component"})
 # What a component role may hold: what differs from the others, and the include every one has.
 MAY_HOLD = {
     "README.md", "meta/main.yml", "meta/argument_specs.yml", "tasks/main.yml", "defaults/main.yml", "vars/main.yml",
@@ -595,8 +611,8 @@ def test_a_component_roles_values_are_keyed_by_its_charts(role):
     extra = {"component_spec": {"stack": "Dynamo"}} if "Standard" not in BY_NAME[role].stacks else {}
     assert list(by_chart(role, **extra)) == charts
     if charts:
-        assert list(yaml.safe_load(var(role, "lookup('ansible.builtin.template', component_values_file)",
-                                       **extra))) == charts
+        assert list(yaml.safe_load(var(role, f"lookup('ansible.builtin.template', {str(values)!r})", **extra))) \
+            == charts
 
 
 def test_a_chart_only_component_is_its_values_and_readme():
@@ -628,7 +644,8 @@ def test_the_shared_settings_have_one_home():
     for role in COMPONENT_ROLES:
         defaults = _yaml(ROLES / role / "defaults" / "main.yml") or {}
         assert not [name for name in defaults if name.endswith(shared)], role
-    said = [path for path in ROLES.rglob("*.yml") if "Lookups do not see a task's `environment`" in path.read_text()]
+    said = [path for path in ROLES.rglob("*.yml")
+            if "Lookups do not see a task's `environment`" in " ".join(path.read_text().replace("\n#", " ").split())]
     assert said == [ROLES / "component" / "defaults" / "main.yml"], said
 
 
@@ -648,17 +665,19 @@ def test_the_dra_quota_goes_on_teardown_whatever_the_driver_root_and_the_namespa
     assert [d["kind"] for d in absent] == ["ResourceQuota"]
 
 
-def test_modelexpress_objects_are_the_crds_then_the_server_and_teardown_keeps_the_crds_unless_asked():
+def test_modelexpress_objects_are_the_crds_then_the_server_and_teardown_keeps_the_crds_unless_asked(
+        every_object_exists):
     extra = {"component_spec": {"stack": "Dynamo"}}
     objects = render("modelexpress", "objects.yaml.j2", **extra)
     assert [d["kind"] for d in objects] == ["CustomResourceDefinition"] * 2 + [
         "Namespace", "ServiceAccount", "Role", "RoleBinding", "Deployment", "Service"]
-    teardown = var("modelexpress", "component_objects_now", component_state="absent", **extra)
+    teardown = _teardown_finds("modelexpress", **extra)["component_objects_found"]
     assert [d["kind"] for d in teardown] == ["Service", "Deployment", "RoleBinding", "Role", "ServiceAccount",
                                              "Namespace"]
-    removing = var("modelexpress", "component_objects_now", component_state="absent", component_remove_crds=True,
-                   **extra)
+    removing = _teardown_finds("modelexpress", component_remove_crds=True, **extra)["component_objects_found"]
     assert [d["kind"] for d in removing][-2:] == ["CustomResourceDefinition"] * 2
+    # A deletion gets references, none of the objects' data.
+    assert all(set(ref) == {"apiVersion", "kind", "metadata"} for ref in removing)
 
 
 def test_modelexpress_selector_survives_custom_labels():
@@ -704,38 +723,101 @@ def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_str
 # --------------------------------------------------------------------------- the steps of a converge
 
 
+@pytest.fixture
+def every_object_exists(monkeypatch):
+    """servingstack_objects as if the cluster held every object asked for, as a teardown of a converged stack finds
+    it (the lookup reads through kubeclient)."""
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
+
+    monkeypatch.setattr(kubeclient, "connect", lambda *args, **kwargs: object())
+    monkeypatch.setattr(kubeclient, "read", lambda client, ref: ref)
+
+
+def _holds(templar_: Any, when: Any) -> bool:
+    """A task's ``when`` (one condition or a list of them, all to hold), as Ansible evaluates it."""
+    from ansible.template import trust_as_template
+
+    conditions = [] if when is None else when if isinstance(when, list) else [when]
+    return all(templar_.template(trust_as_template("{{ " + str(condition) + " }}")) for condition in conditions)
+
+
+def _state_block(state: str) -> list[dict[str, Any]]:
+    [block] = [task for task in _component_tasks() if task.get("when") == f"component_state == '{state}'"]
+    return block["block"]
+
+
+def _teardown_finds(role: str, **extra: Any) -> dict[str, Any]:
+    """What the absent block of modelplane.serving.component's tasks/main.yml sets before it deletes anything."""
+    templar_ = templar(role, component_state="absent", **extra)
+    [finds] = [task["ansible.builtin.set_fact"] for task in _state_block("absent")
+               if "ansible.builtin.set_fact" in task]
+    return {name: templar_.template(value) for name, value in finds.items()}
+
+
+# The objects a kubernetes.core.k8s task of the converge applies or deletes -> the step it is.
+OBJECT_STEPS = {"component_prerequisites": "prerequisites.yml", "component_prerequisites_found": "prerequisites.yml",
+                "component_objects": "objects.yml", "component_objects_found": "objects.yml"}
+
+
 def _steps(role: str, **extra: Any) -> list[str]:
-    return [Path(step).name if step.startswith("/") else step for step in var(role, "component_steps", **extra)]
+    """The steps modelplane.serving.component's tasks/main.yml takes for ``role``: each task of the block for
+    component_state whose ``when`` holds (facts the block sets on the way included), named by the task file it
+    includes or the objects it applies or deletes."""
+    templar_ = templar(role, **extra)
+    state = templar_.template(templar_.available_variables["component_state"])
+    steps = []
+    for task in _state_block(state):
+        if "ansible.builtin.set_fact" in task:
+            facts = {name: templar_.template(value) for name, value in task["ansible.builtin.set_fact"].items()}
+            templar_ = templar_.copy_with_new_env(available_variables={**templar_.available_variables, **facts})
+        elif _holds(templar_, task.get("when")):
+            if "ansible.builtin.include_tasks" in task:
+                steps.append(Path(templar_.template(task["ansible.builtin.include_tasks"])).name)
+            else:
+                steps.append(OBJECT_STEPS[task["kubernetes.core.k8s"]["definition"].strip("{} ")])
+    return steps
 
 
 @pytest.mark.parametrize(("role", "extra", "present", "absent"), [
-    # A chart-only component: its releases, nothing else, not even a skipped task.
-    ("lws", {}, ["releases.yml"], ["releases.yml"]),
-    ("cert_manager", {}, ["releases.yml", "present.yml"], ["absent.yml", "releases.yml"]),
-    ("trust_manager", {}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
+    # A chart-only component: its releases, nothing else.
+    ("lws", {}, ["releases.yml"], ["uninstall.yml"]),
+    ("cert_manager", {}, ["releases.yml", "present.yml"], ["absent.yml", "uninstall.yml"]),
+    ("trust_manager", {}, ["releases.yml", "objects.yml"], ["objects.yml", "uninstall.yml"]),
     # The quota goes before the release when the driver root needs it, and after it on teardown whatever the root.
     ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}},
-     ["prerequisites.yml", "releases.yml", "present.yml"], ["releases.yml", "prerequisites.yml"]),
-    ("nvidia_dra", {}, ["releases.yml", "present.yml"], ["releases.yml", "prerequisites.yml"]),
-    ("grove_kai", {"component_spec": DYNAMO}, ["releases.yml", "objects.yml"], ["objects.yml", "releases.yml"]),
+     ["prerequisites.yml", "releases.yml", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
+    ("nvidia_dra", {}, ["releases.yml", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
+    ("grove_kai", {"component_spec": DYNAMO}, ["releases.yml", "objects.yml"], ["objects.yml", "uninstall.yml"]),
     ("modelexpress", {"component_spec": DYNAMO}, ["objects.yml"], ["objects.yml"]),
-    ("envoy_gateway", {}, ["releases.yml", "present.yml"], ["absent.yml", "releases.yml"]),
+    ("envoy_gateway", {}, ["releases.yml", "present.yml"], ["absent.yml", "uninstall.yml"]),
 ])
 def test_a_converge_runs_only_the_steps_the_component_has_in_order_and_teardown_backwards(role, extra, present,
-                                                                                          absent):
+                                                                                          absent, every_object_exists):
     assert _steps(role, **extra) == present
     assert _steps(role, component_state="absent", **extra) == absent
 
 
-def test_the_component_name_passes_over_the_collections_own_roles_wherever_it_is_read():
-    """helm_release reads the values (component_chart_values) inside the component, where its parent is the
-    component role, not the component role's own."""
+def test_the_component_name_is_the_role_that_imported_the_component_under_the_stack_or_in_a_play():
+    """component_name (the values, the objects, the plan entry) is read by the component's own tasks, whose parent
+    is the component role that imported it, under the servingstack role or in a play of the user's; the
+    collection's own component role is passed over wherever it appears."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
-    for parents in (["modelplane.serving.lws", "modelplane.serving.servingstack"],
-                    ["modelplane.serving.component", "modelplane.serving.lws", "modelplane.serving.servingstack"],
-                    ["modelplane.serving.helm_release", "modelplane.serving.component", "modelplane.serving.lws"]):
+    for parents in (["modelplane.serving.lws", "modelplane.serving.servingstack"], ["modelplane.serving.lws"],
+                    ["modelplane.serving.component", "modelplane.serving.lws", "modelplane.serving.servingstack"]):
         variables = _load(COMPONENT / "defaults" / "main.yml") | {"ansible_parent_role_names": parents}
         name = Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ component_name }}"))
         assert name == "lws", parents
+
+
+def test_the_releases_get_the_values_the_component_renders_before_any_step():
+    """component_chart_values is set once, by the first task of the converge, and both kubernetes.core.helm
+    (releases.yml) and the CRD rendering of a teardown (uninstall.yml) take a release's values from it by chart."""
+    tasks = _component_tasks()
+    assert "ansible.builtin.set_fact" in tasks[0] and "block" not in tasks[0]
+    assert all("ansible.builtin.set_fact" not in task for task in tasks[1:]), "the values are rendered once"
+    for step, module in (("releases.yml", "kubernetes.core.helm"), ("uninstall.yml", "kubernetes.core.helm_template")):
+        [task] = [task for task in _yaml(COMPONENT / "tasks" / step) if module in task]
+        assert task[module]["release_values"] == "{{ component_chart_values[component_release.chart] | default({}) }}"
+        assert task["loop"] == "{{ component_releases }}"

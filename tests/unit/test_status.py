@@ -102,7 +102,7 @@ def test_a_fleet_status_line_says_address_ca_and_ready_or_why_it_could_not_be_re
 
 def test_a_task_error_loses_the_layers_ansible_wraps_around_a_lookup_error():
     wrapped = ("Task failed: Action failed: Task failed: Finalization of task args for 'ansible.builtin.set_fact' "
-               "failed: Error while resolving value for 'helm_release_found': The lookup plugin "
+               "failed: Error while resolving value for 'component_objects_found': The lookup plugin "
                "'modelplane.serving.servingstack_objects' failed: servingstack_objects: cannot reach\n  the cluster")
     assert status.task_error(wrapped) == "servingstack_objects: cannot reach the cluster"
     assert status.task_error("helm failed:\n  Error: boom") == "helm failed: Error: boom"

@@ -138,8 +138,7 @@ def test_a_helm_error_list_is_kept_on_the_summary_line():
                                       "no * second")
 
 
-# servingstack_status_update (the module and its action plugin): what it writes, and when the action reads the
-# ServingStack on the controller instead of running the module.
+# servingstack_status_update (the module): what it writes, and when it writes nothing.
 PARAMS = {"status": {"gateway": {"address": "203.0.113.10"}}, "components": PLAN, "failed": {},
           "observed_generation": 3, "gateway_object": None, "gateway_services": []}
 

@@ -198,7 +198,7 @@ def apply_releases(releases: list[dict[str, Any]], mirror: Mirror | None) -> lis
 
 
 def logins(mirror: Mirror | None) -> list[dict[str, Any]]:
-    """One login per source with credentials: what the helm_release role's login tasks take (holds passwords)."""
+    """One login per source with credentials: what the component role's login tasks take (holds passwords)."""
     if mirror is None:
         return []
     found: dict[str, dict[str, Any]] = {}
