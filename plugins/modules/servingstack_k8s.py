@@ -86,7 +86,7 @@ options:
         P(modelplane.serving.servingstack_record#lookup) lookup). Nothing is noted in check mode.
     type: path
 extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
+  - modelplane.serving.kubernetes_auth
 attributes:
   action:
     support: full

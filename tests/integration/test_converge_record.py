@@ -170,7 +170,8 @@ def test_without_skip_unchanged_every_release_and_object_is_compared(cluster):
 
 def test_teardown_drops_the_record_and_leaves_no_release_or_object_of_ours(cluster, tmp_path):
     log = tmp_path / "helm.log"
-    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster), env=cluster.helm_spy(log))
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster, servingstack_teardown_confirmed=True),
+                                  env=cluster.helm_spy(log))
     assert result.rc == 0, output(result)
     assert kept(cluster) is None and releases(cluster) == {}, output(result)
     # Without servingstack_remove_crds no chart is even asked for its CRDs.
