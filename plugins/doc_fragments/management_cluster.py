@@ -1,7 +1,7 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
 """What the modules that read or write the management cluster share: kubernetes.core's connection options (with
-kubernetes.core.k8s_auth_options) and membership of group/modelplane.serving.servingstack."""
+modelplane.serving.kubernetes_auth) and membership of group/modelplane.serving.servingstack."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ options:
     type: str
     default: ""
 extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
+  - modelplane.serving.kubernetes_auth
   - ansible.builtin.constructed
   - ansible.builtin.inventory_cache
 requirements:

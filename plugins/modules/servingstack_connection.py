@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: servingstack_connection
 short_description: Connection options that pin every kubernetes.core task to the target cluster
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - Modelplane engineers (@modelplaneai)
 description:

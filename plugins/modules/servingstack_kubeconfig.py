@@ -22,26 +22,31 @@ description:
   - The credential is validated first (a wrong shape fails naming the field, before any network call), then one
     token is minted, so a wrong key fails here with a clear message rather than in the first component.
   - "Token refresh: the plugin is the collection's own C(cloud_identity) module_utils file, written with a C(0600)
-    C(config.json) (the credential) and a C(token.json) cache into a private C(0700) directory C(<dest>.identity).
-    The kubeconfig runs it as C(<python> <dir>/plugin.py <dir>/config.json): paths only, nothing secret in argv or
-    the environment. kubernetes.core and helm run it when they load the kubeconfig and again when the token's
-    C(expirationTimestamp) passes; it answers from the cache and mints a new token when the cached one has less
-    than five minutes left, so runs longer than a token's lifetime keep working. Remove C(<dest>.identity) with
-    O(dest) (RV(identity_dir))."
-  - C(GoogleApplicationCredentials) takes a Google service-account key (JSON; a signed JWT is exchanged for an
-    OAuth 2.0 access token at the key's C(token_uri), RFC 7523) or an C(authorized_user) credential (refresh-token
-    grant at its C(token_uri)). C(external_account) and C(impersonated_service_account) are refused by name.
+    C(config.json) (the parsed credential) and a C(token.json) cache into a private C(0700) directory
+    C(<dest>.identity). The kubeconfig runs it as C(<python> <dir>/plugin.py <dir>/config.json): paths only, nothing
+    secret in argv or the environment. kubernetes.core and helm run it when they load the kubeconfig and again when
+    the token's C(expirationTimestamp) passes; it answers from the cache and mints a new token when the cached one
+    has less than five minutes left, so runs longer than a token's lifetime keep working. Remove C(<dest>.identity)
+    with O(dest) (RV(identity_dir))."
+  - C(GoogleApplicationCredentials) takes a Google service-account key (JSON; google-auth exchanges a signed JWT for
+    an OAuth 2.0 access token at the key's C(token_uri), RFC 7523) or an C(authorized_user) credential (refresh-token
+    grant at its C(token_uri)), with the cloud-platform and userinfo.email scopes. Other types (C(external_account),
+    C(impersonated_service_account)) are refused naming the type.
   - C(AWSWebIdentityCredentials) takes a JSON object with C(roleARN) and C(webIdentityToken) (optional
     C(roleSessionName), C(region), C(stsEndpoint), C(clusterName)). STS C(AssumeRoleWithWebIdentity) gives temporary
     credentials; the token is an EKS token, C(k8s-aws-v1.) and the base64url SigV4-presigned C(GetCallerIdentity)
     URL with the signed header C(x-k8s-aws-id) set to the cluster name (C(clusterName), else the current context's
-    cluster name, the last segment of an EKS cluster ARN).
+    cluster name, the last segment of an EKS cluster ARN), as C(aws eks get-token) makes it with botocore. The region
+    is C(region), else the cluster ARN's, else the EKS endpoint's, else C(us-east-1); STS is C(stsEndpoint), else
+    botocore's endpoint for the region.
   - C(NebiusServiceAccountCredentials) takes the Nebius CLI's credentials JSON (C(subject-credentials) with C(alg)
     RS256, C(private-key), C(kid), C(iss), C(sub)) or provider-nebius's (C(private_key), C(public_key_id),
-    C(account_id)); a signed JWT is exchanged for an access token with the RFC 8693 token-exchange form at
+    C(account_id)); a JWT (RS256, C(kid), C(iss) = C(sub) the account, C(aud) C(token-service.iam.new.nebiuscloud.net),
+    one minute) is exchanged for an access token with the RFC 8693 token-exchange form at
     C(https://auth.nebius.com/oauth2/token/exchange) (C(tokenEndpoint) beside it overrides).
-  - Endpoints are HTTPS only, with certificate verification. C(token_uri), C(stsEndpoint) and C(tokenEndpoint) in the
-    credential point them elsewhere, for private clouds and tests; they default to the real ones.
+  - Endpoints are HTTPS only, with certificate verification (O(ca_file), else the system's trust store, which
+    C(SSL_CERT_FILE) overrides). C(token_uri), C(stsEndpoint) and C(tokenEndpoint) in the credential point them
+    elsewhere, for private clouds and tests; they default to the real ones.
   - Neither the kubeconfig, the credential nor the token is ever returned or logged.
 options:
   kubeconfig:
@@ -82,8 +87,10 @@ notes:
     the kubeconfig is used (the controller's, with C(connection=local)).
 requirements:
   - PyYAML
-  - cryptography (signs the JWTs for Google service-account keys and Nebius service accounts)
-  - botocore (SigV4-presigns the EKS token for C(AWSWebIdentityCredentials))
+  - cryptography (checks the RSA keys of Google service-account keys and Nebius service accounts)
+  - google-auth (Google access tokens; signs the Nebius JWT)
+  - botocore (STS C(AssumeRoleWithWebIdentity) and the SigV4-presigned EKS token for C(AWSWebIdentityCredentials))
+  - requests (the Nebius token exchange; google-auth's transport)
 """
 
 EXAMPLES = r"""
@@ -120,11 +127,10 @@ import json
 import os
 import shutil
 import sys
-import urllib.error
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_credentials, cloud_identity
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.credentials import (
     KUBECONFIG_OPTIONS,
     KUBECONFIG_RULES,
@@ -168,22 +174,47 @@ def write_identity_dir(directory: str, config: dict, minted: cloud_identity.Mint
     return [sys.executable, plugin, config_file]
 
 
-def post_form(url: str, body: bytes, ca_file: str | None = None, timeout: float = 30.0) -> bytes:
-    """POST a form to an HTTPS token endpoint with certificate verification on; return the body."""
-    if not url.startswith("https://"):
-        raise cloud_identity.CredentialError(f"token endpoint {url!r}: only https:// endpoints are used")
-    try:
-        response = open_url(
-            url, data=body, method="POST", timeout=timeout, validate_certs=True, ca_path=ca_file,
-            headers={"Content-Type": "application/x-www-form-urlencoded"},
-        )
-        return response.read()
-    except urllib.error.HTTPError as error:
-        # An OAuth error answer (400/401) carries its reason in the body.
-        return error.read()
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise cloud_identity.CredentialError(f"token endpoint {url}: {reason}") from None
+def _current(kubeconfig_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The kubeconfig and its current context."""
+    import yaml  # PyYAML ships with ansible-core
+
+    config = yaml.safe_load(kubeconfig_text)
+    if not isinstance(config, dict):
+        raise cloud_identity.CredentialError("the kubeconfig is not a YAML mapping (the value is not shown)")
+    contexts = [c for c in config.get("contexts") or [] if isinstance(c, dict) and c.get("name")]
+    name = config.get("current-context") or (contexts[0]["name"] if len(contexts) == 1 else None)
+    context = next((c for c in contexts if c["name"] == name), None)
+    if context is None:
+        raise cloud_identity.CredentialError("the kubeconfig has no current-context to authenticate")
+    context["context"] = context.get("context") or {}
+    return config, context
+
+
+def current_cluster(kubeconfig_text: str) -> dict[str, str]:
+    """The name and server of the kubeconfig's current cluster."""
+    config, context = _current(kubeconfig_text)
+    name = str(context["context"].get("cluster") or "")
+    server = next((str((c.get("cluster") or {}).get("server") or "") for c in config.get("clusters") or []
+                   if isinstance(c, dict) and c.get("name") == name), "")
+    return {"name": name, "server": server}
+
+
+def kubeconfig_with_exec(kubeconfig_text: str, argv: list[str]) -> str:
+    """The kubeconfig with its current user replaced by the exec credential plugin ``argv``.
+
+    Only that user changes: its client certificates, static token or auth provider are dropped, since the point
+    is to authenticate as the cloud identity instead of them.
+    """
+    import yaml
+
+    config, context = _current(kubeconfig_text)
+    user = context["context"].get("user") or "modelplane-cloud-identity"
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1", "command": argv[0], "args": argv[1:],
+              "interactiveMode": "Never", "provideClusterInfo": False}
+    users = [u for u in config.get("users") or [] if isinstance(u, dict) and u.get("name") != user]
+    config["users"] = [*users, {"name": user, "user": {"exec": plugin}}]
+    context["context"]["user"], config["current-context"] = user, context["name"]
+    return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
 
 
 def main() -> None:
@@ -196,23 +227,16 @@ def main() -> None:
         text = params["kubeconfig"]
         if params["identity_type"]:
             where = params["identity_path"]
-            # The credential's shape is checked before any network call.
-            cloud_identity.validate(params["identity_type"], params["identity_credential"], where)
-            cluster = cloud_identity.current_cluster(text)
-
-            def post(url: str, body: bytes) -> bytes:
-                return post_form(url, body, ca_file=params["ca_file"])
-
-            minted = cloud_identity.mint(
-                params["identity_type"], params["identity_credential"], where, post=post, cluster=cluster
-            )
-            config = {
-                "type": params["identity_type"], "credential": params["identity_credential"], "where": where,
-                "ca_file": params["ca_file"], "cluster": cluster,
-            }
+            # The credential's shape is checked before any network call; the plugin gets it parsed.
+            credential = cloud_credentials.validate(params["identity_type"], params["identity_credential"], where)
+            cluster = current_cluster(text)
+            minted = cloud_identity.mint(params["identity_type"], credential, where, ca_file=params["ca_file"],
+                                         cluster=cluster)
+            config = {"type": params["identity_type"], "credential": credential, "where": where,
+                      "ca_file": params["ca_file"], "cluster": cluster}
             result["identity_dir"] = params["dest"] + ".identity"
             argv = write_identity_dir(result["identity_dir"], config, minted)
-            text = cloud_identity.kubeconfig_with_exec(text, argv)
+            text = kubeconfig_with_exec(text, argv)
         _write_private(params["dest"], text)
     except ValueError as error:
         module.fail_json(msg=str(error))

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: servingstack_private_dir
 short_description: Make or remove the private directory of a converge's files on the controller
-version_added: 0.3.0
+version_added: 0.1.0
 author:
   - Modelplane engineers (@modelplaneai)
 description:

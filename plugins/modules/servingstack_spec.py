@@ -16,17 +16,24 @@ description:
   - Reads one C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) from an inline definition, a YAML file,
     or a live object on a management cluster.
   - >-
-    Checks every field against the ServingStack reference (types, lengths, bounds, enums, required fields, unknown
-    fields at every level) and the rules a schema cannot express, and reports B(all) problems at once, each as
-    C(<path>: <problem>) naming the value and the rule.
-  - The rules are exactly one C(Kubeconfig) secret; at most one cloud identity secret; unique listener names and
-    ports (Gateway API treats listeners that share a port as conflicted); with C(gateway.hostname), no listener named
+    Checks the manifest against the ServingStack CRD (C(crds/servingstacks.infrastructure.modelplane.ai.yaml)), the
+    one contract, as the API server checks a live object: its schema (types, lengths, bounds, enums, required fields,
+    unknown fields at every level), its defaults and its CEL rules (C(x-kubernetes-validations)). It reports B(all)
+    problems at once, each as C(<path>: <problem>) naming the value and the rule, never quoting a client CA
+    certificate.
+  - >-
+    The CEL rules are exactly one C(Kubeconfig) secret; at most one cloud identity secret; unique listener ports
+    (Gateway API treats listeners that share a port as conflicted); with C(gateway.hostname), no listener named
     C(https) or on port 443 (the gateway adds its own HTTPS listener so named, on that port); C(gateway.hostname) a
-    Gateway API Hostname; C(gateway.clientCAs[].certificate) PEM CERTIFICATE blocks that parse (a pasted private key
-    is refused and never echoed); unique client CA names of at most 240 characters (each CA is stored in a ConfigMap
-    C(mp-client-ca-<name>), at most 253); every version pin in use a semantic version with an optional C(v);
-    C(versions.envoyGateway) a v1.8.x release from v1.8.0 (the Envoy AI Gateway v1.1.x pairing); C(dynamo.grove)
-    C(v0.1.0-alpha.12-rc2) or later in release order (grove#753).
+    Gateway API Hostname, with labels of at most 63 characters and no IP address; no private key in
+    C(gateway.clientCAs[].certificate); client CA names of at most 240 characters (each CA is stored in a ConfigMap
+    C(mp-client-ca-<name>), at most 253); Kubernetes names and Secret keys as Kubernetes spells them; every version
+    pin in use a semantic version with an optional C(v); C(versions.envoyGateway) a v1.8.x release from v1.8.0 (the
+    Envoy AI Gateway v1.1.x pairing). Listener and client CA names are unique (list-map keys).
+  - >-
+    Two rules of the reference no CEL rule can state are checked by the module alone, in Python:
+    C(gateway.clientCAs[].certificate) PEM CERTIFICATE blocks that parse as X.509, and C(dynamo.grove)
+    C(v0.1.0-alpha.12-rc2) or later in release order (grove#753). It also checks C(metadata) as the API server does.
   - Pins for the stack not chosen (C(standard.*) on a Dynamo stack, C(dynamo.*) on a Standard one) are ignored, as
     the reference says; each is returned in RV(ignored) and shown as a warning. C(versions.envoyGateway) below
     v1.8.1 (v1.8.0) is accepted with a warning, since Envoy AI Gateway v1.1.x says it needs v1.8.1 or later.
@@ -61,7 +68,7 @@ options:
       - Namespace of the live ServingStack named by O(name), and only with O(name) (a manifest names its own).
     type: str
 extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
+  - modelplane.serving.kubernetes_auth
   - modelplane.serving.management_cluster
 attributes:
   check_mode:
@@ -82,6 +89,8 @@ requirements:
   - python >= 3.11
   - PyYAML
   - cryptography (parses the client CA certificates)
+  - jsonschema (checks the manifest against the CRD's schema)
+  - cel-python (evaluates the CRD's CEL rules)
   - kubernetes >= 24.2.0 (only to read a live ServingStack with O(name))
 seealso:
   - name: ServingStack reference

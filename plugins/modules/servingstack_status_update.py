@@ -72,7 +72,7 @@ options:
     elements: dict
     default: []
 extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
+  - modelplane.serving.kubernetes_auth
   - modelplane.serving.management_cluster
 attributes:
   check_mode:

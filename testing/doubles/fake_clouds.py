@@ -3,8 +3,8 @@
 One server on 127.0.0.1 (self-signed certificate) with three endpoints:
 
 - ``/google/token``: the JWT-bearer grant (the assertion's RS256 signature checked with the registered
-  service account's public key, ``iss``, ``aud``, ``scope`` and lifetime) and the refresh-token grant
-  (client id, secret and refresh token checked);
+  service account's public key, ``iss``, ``aud`` (Google's token URI), ``scope`` and lifetime) and the
+  refresh-token grant (client id, secret and refresh token checked);
 - ``/sts/``: ``AssumeRoleWithWebIdentity`` as an unsigned form (exact field set, role ARN, session name,
   the registered web identity token; no SigV4 header), answering the STS XML with fresh temporary
   credentials, which ``eks_token_valid`` later verifies EKS tokens with (botocore recomputes the SigV4
@@ -40,6 +40,8 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from .token_endpoint import _self_signed
 
 NEBIUS_AUDIENCE = "token-service.iam.new.nebiuscloud.net"
+# Google's documented audience of every JWT-bearer assertion, whichever token URI it is posted to.
+GOOGLE_AUDIENCE = "https://oauth2.googleapis.com/token"
 STS_XMLNS = "https://sts.amazonaws.com/doc/2011-06-15/"
 
 
@@ -92,7 +94,7 @@ class FakeClouds:
             except Exception:
                 return self._oauth_error("invalid_grant")
             now = time.time()
-            if (claims.get("aud") != self.url("/google/token") or not claims["iat"] - 60 <= now <= claims["exp"]
+            if (claims.get("aud") != GOOGLE_AUDIENCE or not claims["iat"] - 60 <= now <= claims["exp"]
                     or claims["exp"] - claims["iat"] > 3600 or header.get("typ") != "JWT"
                     or "https://www.googleapis.com/auth/cloud-platform" not in claims.get("scope", "").split()):
                 return self._oauth_error("invalid_grant")

@@ -1,8 +1,9 @@
 """AWX / Automation Controller configuration: playbooks/vars/awx.yml and playbooks/awx_setup.yml.
 
 The vars are checked against what AWX itself accepts (its survey, credential-type injector and schedule rrule
-validation, ported from AWX's API serializers and fields), and against this repository (playbooks, the
-inventory file, the roles' variables).
+validation, ported from AWX's API serializers and fields, and its injection of a credential's extra vars), and
+against this repository (playbooks, the inventory file, the roles' variables, the chart mirror's rules, the
+kubernetes.core of the execution environment).
 
 awx.awx is not installable here (Galaxy is unreachable and the `ansible` package on PyPI does not carry it),
 so awx_setup.yml runs against a stand-in awx.awx written into a temporary collections path: one module per
@@ -22,13 +23,21 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
+from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+from ansible_collections.modelplane.serving.plugins.filter.mirror import CHARTS
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import mirror
 from dateutil import rrule as dateutil_rrule
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PLAYBOOK = REPO / "playbooks" / "awx_setup.yml"
+TEARDOWN = REPO / "playbooks" / "teardown.yml"
 VARS = REPO / "playbooks" / "vars" / "awx.yml"
+MANAGEMENT_TYPE, MIRROR_TYPE = "Modelplane management cluster kubeconfig", "Modelplane chart mirror"
+MANAGEMENT, MIRROR = "Modelplane management cluster", "Modelplane chart mirror"
+# The templates that read charts: converge and check install or preview them, a teardown reads them for their CRDs.
+CHART_PLAYBOOKS = {"playbooks/site.yml", "playbooks/teardown.yml"}
 
 # awx.awx 24.6.1's argument_spec of each module awx_setup.yml calls (awx_collection/plugins/modules/*.py),
 # plus the connection options every awx.awx module takes (module_utils/controller_api.py).
@@ -144,6 +153,17 @@ def _names(awx: dict, key: str) -> set[str]:
     return {item["name"] for item in awx[key]}
 
 
+def _template(awx: dict, playbook: str, job_type: str = "run") -> dict:
+    (found,) = [t for t in awx["controller_templates"] if t["playbook"] == playbook and t["job_type"] == job_type]
+    return found
+
+
+def _interval(rrule: str) -> float:
+    """Seconds between a schedule's first two runs."""
+    occurrences = dateutil_rrule.rrulestr(rrule, forceset=True)
+    return (occurrences[1] - occurrences[0]).total_seconds()
+
+
 def test_every_job_template_runs_a_playbook_of_this_repository_with_objects_the_vars_define(awx: dict):
     by_playbook: dict[str, list[dict]] = {}
     for template in awx["controller_templates"]:
@@ -151,14 +171,28 @@ def test_every_job_template_runs_a_playbook_of_this_repository_with_objects_the_
         assert template["project"] in _names(awx, "controller_projects")
         assert template["inventory"] in _names(awx, "controller_inventories")
         assert template["execution_environment"] in _names(awx, "controller_execution_environments")
-        assert set(template["credentials"]) <= _names(awx, "controller_credentials")
         assert template["forks"] >= 10  # README: at least the number of components (8 on a Dynamo stack)
+        # On named execution nodes, and cancelled by AWX when they run away.
+        assert template["instance_groups"] and all(isinstance(g, str) and g for g in template["instance_groups"])
+        assert isinstance(template["timeout"], int) and template["timeout"] > 0, template["name"]
         by_playbook.setdefault(template["playbook"], []).append(template)
     converge = [t for t in by_playbook["playbooks/site.yml"] if t["job_type"] == "run"]
     check = [t for t in by_playbook["playbooks/site.yml"] if t["job_type"] == "check"]
     assert len(converge) == 1 and not converge[0].get("diff_mode")
     assert len(check) == 1 and check[0]["diff_mode"] is True
     assert {"playbooks/teardown.yml", "playbooks/status.yml"} <= set(by_playbook)
+
+
+def test_the_fleet_converge_is_sliced_and_ends_before_the_next_scheduled_one_starts(awx: dict):
+    converge = _template(awx, "playbooks/site.yml")
+    assert isinstance(converge["job_slice_count"], int) and converge["job_slice_count"] > 1
+    # AWX runs a sliced job's slices beside the next launch's (they are allow_simultaneous): the timeout is what
+    # keeps one cluster from converging in two jobs at once.
+    (schedule,) = [s for s in awx["controller_schedules"] if s["unified_job_template"] == converge["name"]]
+    assert converge["timeout"] < _interval(schedule["rrule"])
+    # The slices of one launch read one inventory update: a host's slice is its index among the inventory's hosts.
+    (source,) = awx["controller_inventory_sources"]
+    assert source["update_on_launch"] is True and source["update_cache_timeout"] > 0
 
 
 def _survey_errors(survey: dict) -> list[str]:
@@ -211,13 +245,64 @@ def test_every_survey_is_one_awx_accepts_and_asks_for_nothing_secret(awx: dict):
                                                 "servingstack_kubeconfig", "servingstack_definition"}
 
 
+def test_the_fleet_templates_ask_which_servingstacks_and_the_teardown_has_no_default(awx: dict):
+    for playbook, job_type in (("playbooks/site.yml", "run"), ("playbooks/site.yml", "check"),
+                               ("playbooks/teardown.yml", "run"), ("playbooks/status.yml", "run")):
+        template = _template(awx, playbook, job_type)
+        (hosts,) = [q for q in template["survey_spec"]["spec"] if q["variable"] == "servingstack_hosts"]
+        assert hosts["type"] == "text" and hosts["required"] is True and hosts["min"] >= 1, template["name"]
+        if playbook == "playbooks/teardown.yml":
+            assert "default" not in hosts  # every teardown names what it tears down
+        else:
+            assert hosts["default"] == "servingstacks", template["name"]  # every ServingStack, as site.yml says
+
+
 def test_teardown_cannot_be_launched_without_its_confirmation(awx: dict):
-    teardown = next(t for t in awx["controller_templates"] if t["playbook"] == "playbooks/teardown.yml")
+    teardown = _template(awx, "playbooks/teardown.yml")
     confirm = next(q for q in teardown["survey_spec"]["spec"] if q["variable"] == "servingstack_teardown_confirmed")
     # Required, a single choice and no default: AWX refuses a launch (UI, API, schedule) that does not pick it.
     assert confirm["required"] is True and "default" not in confirm and len(confirm["choices"]) == 1
     crds = next(q for q in teardown["survey_spec"]["spec"] if q["variable"] == "servingstack_remove_crds")
     assert crds["default"] == "false"
+
+
+def _teardown(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """teardown.yml on localhost over an invalid spec: a run that got past the confirmation fails on the spec,
+    before touching any cluster."""
+    spec = tmp_path / "stack.yaml"
+    spec.write_text(yaml.safe_dump({
+        "apiVersion": "infrastructure.modelplane.ai/v1alpha1", "kind": "ServingStack",
+        "metadata": {"name": "teardown-guard", "namespace": "platform"},
+        "spec": {"gateway": {"listeners": [{"name": "http", "port": 70000, "protocol": "HTTP"}]},
+                 "secrets": [{"type": "Kubeconfig", "name": "x", "key": "kubeconfig"}]}}))
+    environ = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+               "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+               "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")}
+    return subprocess.run([str(BIN / "ansible-playbook"), str(TEARDOWN), "-e", f"servingstack_src={spec}",
+                           "-e", f"ansible_python_interpreter={sys.executable}", *args], cwd=REPO, env=environ,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+CONFIRM = "Nothing torn down: a teardown must be confirmed with -e servingstack_teardown_confirmed=true"
+
+
+@pytest.mark.parametrize("args", [(), ("-e", "servingstack_teardown_confirmed=false"),
+                                  ("-e", '{"servingstack_teardown_confirmed": false}')])
+def test_teardown_refuses_to_run_unconfirmed_in_one_line_before_anything_else(tmp_path: Path, args: tuple[str, ...]):
+    result = _teardown(tmp_path, *args)
+    assert result.returncode != 0
+    assert CONFIRM in result.stdout, result.stdout  # on one line
+    assert "invalid ServingStack" not in result.stdout and "Traceback" not in result.stdout + result.stderr
+    assert re.search(r"localhost\s*:\s*ok=0\s+changed=0\s+unreachable=0\s+failed=1", result.stdout), result.stdout
+
+
+def test_the_teardown_surveys_answer_confirms_teardown_yml(awx: dict, tmp_path: Path):
+    teardown = _template(awx, "playbooks/teardown.yml")
+    confirm = next(q for q in teardown["survey_spec"]["spec"] if q["variable"] == "servingstack_teardown_confirmed")
+    # AWX passes a survey answer as a string extra var.
+    result = _teardown(tmp_path, "-e", json.dumps({"servingstack_teardown_confirmed": confirm["choices"][0]}))
+    assert CONFIRM not in result.stdout, result.stdout
+    assert "spec.gateway.listeners[0].port: 70000" in " ".join(result.stdout.split()), result.stdout  # the role ran
 
 
 class _Files:
@@ -228,6 +313,18 @@ class _Files:
 
     def __str__(self) -> str:
         raise jinja2.UndefinedError("Must define unnamed file injector in order to reference `tower.filename`.")
+
+
+def _leaves(node: object, path: str) -> list[tuple[str, object]]:
+    """(path, template) of every key and value of an extra_vars injector: AWX renders both."""
+    if isinstance(node, dict):
+        found: list[tuple[str, object]] = []
+        for key, value in node.items():
+            found += [(f"{path}.{key} (its key)", key), *_leaves(value, f"{path}.{key}")]
+        return found
+    if isinstance(node, list):
+        return [leaf for index, item in enumerate(node) for leaf in _leaves(item, f"{path}[{index}]")]
+    return [(path, node)]
 
 
 def _injector_errors(credential_type: dict) -> list[str]:
@@ -241,21 +338,58 @@ def _injector_errors(credential_type: dict) -> list[str]:
         {name.split(".", 1)[1]: "EXAMPLE_FILENAME" for name in templates})
     namespace = {**fields, "tower": type("Tower", (), {"filename": filename})()}
     environment = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined)
-    for kind in ("file", "env"):
-        for key, template in injectors.get(kind, {}).items():
-            if kind == "env" and (key.startswith("ANSIBLE_") or key in ENV_BLOCKLIST):
-                errors.append(f"injectors.env.{key}: AWX does not let a credential set it")
-            if not isinstance(template, Unsafe):
-                errors.append(f"injectors.{kind}.{key}: not !unsafe, so Ansible would render it before AWX does")
-            try:
-                environment.from_string(template).render(namespace)
-            except jinja2.TemplateError as error:
-                errors.append(f"injectors.{kind}.{key}: {error}")
+    checked = [(f"injectors.{kind}.{key}", template) for kind in ("file", "env")
+               for key, template in injectors.get(kind, {}).items()]
+    checked += _leaves(injectors.get("extra_vars", {}), "injectors.extra_vars")
+    for key in injectors.get("env", {}):
+        if key.startswith("ANSIBLE_") or key in ENV_BLOCKLIST:
+            errors.append(f"injectors.env.{key}: AWX does not let a credential set it")
+    for where, template in checked:
+        is_key = where.endswith("(its key)")
+        if is_key and not (isinstance(template, str) and re.fullmatch(r"[a-zA-Z_{}][a-zA-Z0-9_{}]*", template)):
+            errors.append(f"{where}: {template!r} is not a variable name AWX takes")
+        if not is_key and not isinstance(template, Unsafe):
+            errors.append(f"{where}: not !unsafe, so Ansible would render it before AWX does")
+        try:
+            environment.from_string(str(template)).render(namespace)
+        except jinja2.TemplateError as error:
+            errors.append(f"{where}: {error}")
     return errors
 
 
+def _injected_extra_vars(credential_type: dict, inputs: dict[str, str], filename: str) -> dict:
+    """The extra vars file AWX writes for a job with a credential of this type (CredentialType.inject_credential):
+    only inputs with a value are defined, every value rendered to a string, then dumped with each string !unsafe
+    (awx/main/utils/safe_yaml.py) and read back as Ansible reads `-e @file`: strings."""
+    namespace = {key: value for key, value in inputs.items() if value}
+    namespace["tower"] = type("Tower", (), {"filename": filename})()
+    environment = ImmutableSandboxedEnvironment()
+
+    def build(node: object) -> object:
+        if isinstance(node, dict):
+            return {build(key): build(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [build(item) for item in node]
+        return environment.from_string(str(node)).render(**namespace)
+
+    class UnsafeDumper(yaml.SafeDumper):
+        def represent_data(self, data: object) -> yaml.Node:
+            if isinstance(data, str):
+                return self.represent_scalar("!unsafe", data)
+            return super().represent_data(data)
+
+    written = yaml.dump(build(credential_type["injectors"].get("extra_vars", {})), Dumper=UnsafeDumper)
+    assert written.count("!unsafe") >= 2  # AWX's own marking: Ansible never templates what a credential holds
+    return yaml.load(written, Loader=_VarsLoader)
+
+
+def _by_name(items: list[dict], name: str) -> dict:
+    (found,) = [item for item in items if item["name"] == name]
+    return found
+
+
 def test_the_credential_type_injects_the_management_kubeconfig_as_a_file(awx: dict):
-    (credential_type,) = awx["controller_credential_types"]
+    credential_type = _by_name(awx["controller_credential_types"], MANAGEMENT_TYPE)
     assert credential_type["kind"] == "cloud"  # custom types are cloud or net; cloud ones attach to inventory sources
     assert _injector_errors(credential_type) == []
     (field,) = credential_type["inputs"]["fields"]
@@ -266,12 +400,64 @@ def test_the_credential_type_injects_the_management_kubeconfig_as_a_file(awx: di
     # kubernetes.core.helm would take K8S_AUTH_CONTEXT as a context next to the target's CA and refuse.
     assert "K8S_AUTH_CONTEXT" not in injectors["env"] and "extra_vars" not in injectors
 
-    (credential,) = awx["controller_credentials"]
+    credential = _by_name(awx["controller_credentials"], MANAGEMENT)
     assert credential["credential_type"] == credential_type["name"]
     assert set(credential["inputs"]) == {"kubeconfig"}
     assert "lookup('ansible.builtin.file', modelplane_awx_management_kubeconfig)" in credential["inputs"]["kubeconfig"]
     sources = awx["controller_inventory_sources"]
     assert {s["credential"] for s in sources} == {credential["name"]}
+
+
+def test_the_chart_mirror_type_is_one_awx_accepts_with_a_secret_password(awx: dict):
+    credential_type = _by_name(awx["controller_credential_types"], MIRROR_TYPE)
+    assert credential_type["kind"] == "cloud" and _injector_errors(credential_type) == []
+    fields = {field["id"]: field for field in credential_type["inputs"]["fields"]}
+    assert fields["password"]["secret"] is True
+    assert credential_type["inputs"]["required"] == ["url"]
+    # Only the extra var and the CA's file: no environment variable, which any process of the job would inherit.
+    assert set(credential_type["injectors"]) == {"extra_vars", "file"}
+    assert set(credential_type["injectors"]["extra_vars"]) == {"servingstack_chart_mirror"}
+    credential = _by_name(awx["controller_credentials"], MIRROR)
+    assert credential["credential_type"] == MIRROR_TYPE and set(credential["inputs"]) <= set(fields)
+
+
+@pytest.mark.parametrize("inputs", [
+    {"url": "oci://harbor.example.com/modelplane"},
+    {"url": "https://charts.example.com/modelplane", "username": "robot$ci", "password": "p{{ 4 }}ss%s'\"",
+     "ca_certificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"},
+])
+def test_the_chart_mirror_credential_injects_a_servingstack_chart_mirror_the_collection_accepts(
+        awx: dict, inputs: dict[str, str]):
+    credential_type = _by_name(awx["controller_credential_types"], MIRROR_TYPE)
+    injected = _injected_extra_vars(credential_type, inputs, "/runner/env/tmpca123")
+    setting = injected["servingstack_chart_mirror"]
+    assert mirror.problems(setting, CHARTS) == [], setting
+    source = mirror.parse(setting, CHARTS).default
+    assert (source.url, source.username, source.password) == (inputs["url"], inputs.get("username", ""),
+                                                              inputs.get("password", ""))
+    # The CA becomes a file of the job, named only when there is one (an empty ca_file leaves helm's own roots).
+    assert source.ca_file == ("/runner/env/tmpca123" if inputs.get("ca_certificate") else "")
+
+
+def test_the_chart_mirror_check_catches_what_the_collection_refuses(awx: dict):
+    credential_type = _by_name(awx["controller_credential_types"], MIRROR_TYPE)
+    injected = _injected_extra_vars(credential_type, {"url": "oci://h.example/p", "username": "robot"}, "/f")
+    assert any("username and password go together" in p for p in mirror.problems(injected["servingstack_chart_mirror"]))
+    bad = {"inputs": credential_type["inputs"],
+           "injectors": {"extra_vars": {"servingstack_chart_mirror": {"url": "{{ url }}", "pass-word": Unsafe("x")},
+                                        "other": Unsafe("{{ token }}")}}}
+    errors = _injector_errors(bad)
+    assert any("servingstack_chart_mirror.url: not !unsafe" in e for e in errors), errors
+    assert any("pass-word (its key)" in e for e in errors), errors
+    assert any("injectors.extra_vars.other" in e and "token" in e for e in errors), errors
+
+
+def test_no_survey_and_no_template_extra_vars_carry_the_chart_mirror(awx: dict):
+    for template in awx["controller_templates"]:
+        assert "servingstack_chart_mirror" not in (template.get("extra_vars") or {}), template["name"]
+        assert all("mirror" not in q["variable"] for q in template["survey_spec"]["spec"]), template["name"]
+    for schedule in awx["controller_schedules"]:
+        assert "servingstack_chart_mirror" not in (schedule.get("extra_data") or {}), schedule["name"]
 
 
 def test_the_credential_type_check_catches_what_awx_refuses(awx: dict):
@@ -283,6 +469,27 @@ def test_the_credential_type_check_catches_what_awx_refuses(awx: dict):
     assert any("K8S_AUTH_KUBECONFIG: not !unsafe" in e for e in errors)
     assert any("injectors.env.X" in e and "token" in e for e in errors)  # an input the type does not have
     assert any("ANSIBLE_CONFIG" in e and "filename" in e for e in errors)  # no file injector: no tower.filename
+
+
+def _galaxy_version(path: Path, name: str = "kubernetes.core") -> str:
+    (found,) = [c for c in yaml.safe_load(path.read_text())["collections"] if c["name"] == name]
+    return str(found["version"])
+
+
+def test_every_requirements_file_installs_the_kubernetes_core_of_the_execution_environment():
+    galaxy = yaml.safe_load((REPO / "execution-environment.yml").read_text())["dependencies"]["galaxy"]
+    (ee,) = [str(c["version"]) for c in galaxy["collections"] if c["name"] == "kubernetes.core"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", ee), ee  # the EE pins one version
+    # The root file (a clone, AWX 22.5.0 and later) and collections/ (what every AWX installs on a project sync).
+    for path in (REPO / "requirements.yml", REPO / "collections" / "requirements.yml"):
+        assert _galaxy_version(path).removeprefix("==") == ee, path
+    # Within the range the collection declares it works with.
+    declared = yaml.safe_load((REPO / "galaxy.yml").read_text())["dependencies"]["kubernetes.core"]
+    assert meets_requirements(ee, declared), (ee, declared)
+    # And the copy the tests run with, where `make venv` installed it.
+    manifest = REPO / ".collections" / "ansible_collections" / "kubernetes" / "core" / "MANIFEST.json"
+    if manifest.exists():
+        assert json.loads(manifest.read_text())["collection_info"]["version"] == ee
 
 
 def _rrule_errors(value: str) -> list[str]:
@@ -369,13 +576,35 @@ def test_awx_setup_passes_the_syntax_check(stand_in: Path, tmp_path: Path):
     assert calls == []
 
 
-def test_awx_setup_applies_the_vars_in_dependency_order_keeping_the_kubeconfig_out_of_the_output(
-        stand_in: Path, tmp_path: Path, awx: dict):
+MIRROR_PASSWORD = "stand-in-mirror-password-5b1c0e"
+CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBstandin\n-----END CERTIFICATE-----\n"
+
+
+def _login(tmp_path: Path) -> dict[str, str]:
     kubeconfig = tmp_path / "management.yaml"
     kubeconfig.write_text(KUBECONFIG)
-    result, calls = _playbook(stand_in, tmp_path, CONTROLLER_HOST="https://awx.invalid",
-                              CONTROLLER_OAUTH_TOKEN="stand-in-controller-token",
-                              MODELPLANE_MANAGEMENT_KUBECONFIG=str(kubeconfig))
+    return {"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_OAUTH_TOKEN": "stand-in-controller-token",
+            "MODELPLANE_MANAGEMENT_KUBECONFIG": str(kubeconfig)}
+
+
+def _mirror_env(tmp_path: Path) -> dict[str, str]:
+    ca = tmp_path / "mirror-ca.pem"
+    ca.write_text(CA_PEM)
+    return {"MODELPLANE_CHART_MIRROR_URL": "oci://harbor.example.com/modelplane",
+            "MODELPLANE_CHART_MIRROR_USERNAME": "robot$modelplane", "MODELPLANE_CHART_MIRROR_PASSWORD": MIRROR_PASSWORD,
+            "MODELPLANE_CHART_MIRROR_CA_FILE": str(ca)}
+
+
+def _by_module(calls: list[dict]) -> dict[str, list[dict]]:
+    by_module: dict[str, list[dict]] = {}
+    for call in calls:
+        by_module.setdefault(call["module"], []).append(call["params"])
+    return by_module
+
+
+def test_awx_setup_applies_the_vars_in_dependency_order_keeping_the_secrets_out_of_the_output(
+        stand_in: Path, tmp_path: Path, awx: dict):
+    result, calls = _playbook(stand_in, tmp_path, **_login(tmp_path), **_mirror_env(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     order = [call["module"] for call in calls]
     assert order == (["credential_type"] * len(awx["controller_credential_types"])
@@ -386,18 +615,22 @@ def test_awx_setup_applies_the_vars_in_dependency_order_keeping_the_kubeconfig_o
                      + ["inventory_source"] * len(awx["controller_inventory_sources"])
                      + ["job_template"] * len(awx["controller_templates"])
                      + ["schedule"] * len(awx["controller_schedules"]))
-    by_module = {}
-    for call in calls:
-        by_module.setdefault(call["module"], []).append(call["params"])
+    by_module = _by_module(calls)
 
-    credential_type = by_module["credential_type"][0]
-    assert credential_type["injectors"] == {  # passed on untemplated, for AWX to render at job start
+    types = {params["name"]: params for params in by_module["credential_type"]}
+    assert types[MANAGEMENT_TYPE]["injectors"] == {  # passed on untemplated, for AWX to render at job start
         "file": {"template": "{{ kubeconfig }}"},
         "env": {"K8S_AUTH_KUBECONFIG": "{{ tower.filename }}", "KUBECONFIG": "{{ tower.filename }}"}}
-    credential = by_module["credential"][0]
-    assert credential["inputs"] == {"kubeconfig": KUBECONFIG.rstrip("\n")}  # the file lookup drops the last newline
-    assert credential["update_secrets"] is False
-    for secret in ("stand-in-management-token-9f8e7d", "stand-in-controller-token"):
+    assert types[MIRROR_TYPE]["injectors"]["extra_vars"]["servingstack_chart_mirror"]["password"] == "{{ password }}"
+    credentials = {params["name"]: params for params in by_module["credential"]}
+    management = credentials[MANAGEMENT]
+    assert management["inputs"] == {"kubeconfig": KUBECONFIG.rstrip("\n")}  # the file lookup drops the last newline
+    assert management["update_secrets"] is False
+    chart_mirror = credentials[MIRROR]
+    assert chart_mirror["state"] == "present" and chart_mirror["update_secrets"] is False
+    assert chart_mirror["inputs"] == {"url": "oci://harbor.example.com/modelplane", "username": "robot$modelplane",
+                                      "password": MIRROR_PASSWORD, "ca_certificate": CA_PEM.rstrip("\n")}
+    for secret in ("stand-in-management-token-9f8e7d", "stand-in-controller-token", MIRROR_PASSWORD):
         assert secret not in result.stdout + result.stderr
 
     templates = {params["name"]: params for params in by_module["job_template"]}
@@ -405,13 +638,53 @@ def test_awx_setup_applies_the_vars_in_dependency_order_keeping_the_kubeconfig_o
         sent = templates[template["name"]]
         assert sent["playbook"] == template["playbook"] and sent["job_type"] == template["job_type"]
         assert sent.get("survey_spec") == template.get("survey_spec")
-        assert sent["survey_enabled"] is template["survey_enabled"]
-        assert sent["credentials"] == template["credentials"] and sent["forks"] == template["forks"]
+        assert sent["survey_enabled"] is template["survey_enabled"] and sent["forks"] == template["forks"]
+        assert (sent["instance_groups"], sent["timeout"]) == (template["instance_groups"], template["timeout"])
+        assert sent.get("job_slice_count") == template.get("job_slice_count")
+        # The chart mirror's credential on the templates that read charts, the management cluster's on all.
+        wanted = [MANAGEMENT, MIRROR] if template["playbook"] in CHART_PLAYBOOKS else [MANAGEMENT]
+        assert sent["credentials"] == wanted, template["name"]
+        assert set(sent["credentials"]) <= set(credentials)
     assert templates["Modelplane serving: check (diff)"]["diff_mode"] is True
+    assert templates["Modelplane serving: converge"]["job_slice_count"] > 1
     source = by_module["inventory_source"][0]
     assert (source["source"], source["source_path"]) == ("scm", "examples/awx/fleet.servingstacks.yml")
+    assert source["update_cache_timeout"] == awx["controller_inventory_sources"][0]["update_cache_timeout"]
     assert by_module["schedule"][0]["rrule"] == awx["controller_schedules"][0]["rrule"]
     assert by_module["project"][0]["wait"] is True  # synced before templates name its playbooks
+
+
+def test_awx_setup_without_a_chart_mirror_makes_no_mirror_credential_and_attaches_none(
+        stand_in: Path, tmp_path: Path):
+    result, calls = _playbook(stand_in, tmp_path, **_login(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    by_module = _by_module(calls)
+    credentials = {params["name"]: params for params in by_module["credential"]}
+    # One an earlier run made goes: the vars say there is no mirror.
+    assert credentials[MIRROR]["state"] == "absent" and credentials[MANAGEMENT].get("state", "present") == "present"
+    assert all(params["credentials"] == [MANAGEMENT] for params in by_module["job_template"])
+
+
+@pytest.mark.parametrize(("mirror_env", "message"), [
+    ({"MODELPLANE_CHART_MIRROR_PASSWORD": ""}, "servingstack_chart_mirror: username and password go together"),
+    ({"MODELPLANE_CHART_MIRROR_URL": "ftp://mirror.example.com"}, "servingstack_chart_mirror.url: "),
+    ({"MODELPLANE_CHART_MIRROR_CA_FILE": "{missing}"}, "{missing} is not a file holding a PEM certificate"),
+    ({"MODELPLANE_CHART_MIRROR_CA_FILE": "{not_pem}"}, "{not_pem} is not a file holding a PEM certificate"),
+])
+def test_awx_setup_refuses_a_wrong_chart_mirror_before_calling_the_controller(
+        stand_in: Path, tmp_path: Path, mirror_env: dict[str, str], message: str):
+    paths = {"missing": tmp_path / "nope.pem", "not_pem": tmp_path / "notes.txt"}
+    paths["not_pem"].write_text("hunter2\n")
+    env = {**_login(tmp_path), **_mirror_env(tmp_path),
+           **{key: value.format(**paths) for key, value in mirror_env.items()}}
+    result, calls = _playbook(stand_in, tmp_path, **env)
+    assert result.returncode != 0
+    said = " ".join(result.stdout.split())
+    assert "modelplane_awx_chart_mirror" in said and message.format(**paths) in said, result.stdout + result.stderr
+    assert calls == []
+    for secret in ("hunter2", MIRROR_PASSWORD):
+        assert secret not in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(("env", "message"), [

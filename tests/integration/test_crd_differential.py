@@ -21,24 +21,14 @@ label...), each nudge in turn, the value nudged chosen with a seeded ``random.Ra
 Documents JSON cannot carry as they are (NaN, non-string keys) are not sent.
 
 Every disagreement must be a rule of the reference the CRD does not express, listed once in
-``PYTHON_ONLY_RULES`` with its reason: the module refuses, every one of its problems is such a rule, and the
-API server accepts. Anything else is a bug in the CRD or in the module, and fails the test. When the module
-refuses only for such rules, the API server must accept: a refusal there means the module missed what the
-server saw.
+``PYTHON_ONLY_RULES`` with its reason (the module's own list is ``spec.PYTHON_ONLY_RULES``): the module refuses,
+every one of its problems is such a rule, and the API server accepts. Anything else is a bug in the CRD or in the
+module, and fails the test. When the module refuses only for such rules, the API server must accept: a refusal
+there means the module missed what the server saw.
 
-How the CRD's CEL rules (``x-kubernetes-validations``, schema.py) map to the module's rules (spec.py), both
-checked here through the API server:
-
-==========================================================  =========================================
-CEL rule (where)                                            module
-==========================================================  =========================================
-spec.secrets: exactly one has type Kubeconfig               ``_secrets`` (kubeconfigs)
-spec.secrets: at most one other (cloud identity)            ``_secrets`` (identities)
-spec.gateway.listeners: each port is unique                 ``_listeners``
-spec.gateway: with hostname, no listener https or 443       ``_https_listener``
-spec.gateway.clientCAs: size(name) <= 240                   ``_client_ca_names``
-list-map keys (listeners, clientCAs by name; not CEL)       ``_Walk.unique_keys``
-==========================================================  =========================================
+The module evaluates the CRD's own CEL rules (``x-kubernetes-validations``), so when the API server refuses for
+one, the module must report that rule's message, or a problem at or below the field the rule reports on (where it
+skips a rule, the schema having refused a value already). Every CEL rule of the CRD must be seen refusing.
 """
 
 from __future__ import annotations
@@ -57,7 +47,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec, structural
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -73,7 +63,7 @@ ENOUGH = 500
 # How many documents of each generated family (the corpus adds its own ~200).
 FAMILIES = {"valid": 120, "edited example": 260, "edited valid": 100, "near miss": 260}
 QUERY = "dryRun=All&fieldValidation=Strict"
-DNS1123_LABEL = re.compile(schema.DNS1123_LABEL.replace("$", r"\Z"))
+DNS1123_LABEL = re.compile(spec.DNS1123_LABEL.replace("$", r"\Z"))
 
 
 @dataclass(frozen=True)
@@ -95,50 +85,34 @@ class PythonOnlyRule:
 PYTHON_ONLY_RULES = (
     PythonOnlyRule(
         "pem", r"spec\.gateway\.clientCAs\[\d+\]\.certificate",
-        ("a private key was pasted here", "is not PEM", "contains a PEM", "without its matching",
+        ("is not PEM", "only CERTIFICATE blocks are allowed", "without its matching",
          "does not parse as an X.509 certificate"),
-        "reference: clientCAs[].certificate is 'The CA certificate, PEM encoded'. A schema bounds its length; "
-        "no pattern or CEL function parses PEM or X.509 (pem.check_certificates).",
-    ),
-    PythonOnlyRule(
-        "hostname is an IP", r"spec\.gateway\.hostname", ("is an IP address",),
-        "reference: hostname is 'the name this cluster's gateway is reached by' and the gateway serves a "
-        "certificate for it; it becomes a Gateway API listener Hostname, which forbids IP addresses. The CRD "
-        "carries Gateway API's own Hostname pattern, which a dotted quad matches.",
-    ),
-    PythonOnlyRule(
-        "hostname label over 63", r"spec\.gateway\.hostname", ("has a label longer than 63 characters",),
-        "reference: hostname is a DNS name (1-253 characters); RFC 1123 labels are 1-63 characters, which "
-        "Gateway API's Hostname pattern (the CRD's) does not bound.",
-    ),
-    PythonOnlyRule(
-        "pin of the stack in use is not semver", r"spec\.(standard|dynamo)\.\w+", ("is not a semantic version",),
-        "reference: standard.* is 'Ignored when stack is Dynamo', dynamo.* 'Ignored when stack is Standard'. "
-        "A pattern on the field would refuse a pin the stack ignores, so the CRD only bounds their length; "
-        "the module checks the semantic version of the pins the chosen stack uses.",
-    ),
-    PythonOnlyRule(
-        "envoyGateway out of v1.8.x", r"spec\.versions\.envoyGateway", ("is out of range: it must be a v1.8.x",),
-        "reference: envoyGateway 'requires v1.8.x or newer ... v1.9.x is out of range'. A range of versions "
-        "in release order (versions.py) is no pattern, and CEL has no release-order comparison.",
+        "reference: clientCAs[].certificate is 'The CA certificate, PEM encoded'. The CRD bounds its length and "
+        "refuses a PEM PRIVATE KEY block; no CEL function parses PEM or X.509 (pem.check_certificates).",
     ),
     PythonOnlyRule(
         "grove older than v0.1.0-alpha.12-rc2", r"spec\.dynamo\.grove", ("in release order",),
         "reference: grove is 'Pinned at v0.1.0-alpha.12-rc2 or later' (grove#753), in release order, where "
-        "alpha.12-rc1 < alpha.12-rc2 < alpha.12; semantic-version precedence orders them otherwise.",
+        "alpha.12-rc1 < alpha.12-rc2 < alpha.12; CEL compares no versions, and semantic-version precedence (the "
+        "Kubernetes CEL library's) orders those otherwise.",
     ),
 )
+assert len(PYTHON_ONLY_RULES) == len(spec.PYTHON_ONLY_RULES)
 
-# The CEL rules' messages (schema.py), each with the field it is on and what the module says for the same rule.
-# When the API server refuses for one, the module must say so, or name a problem at or below that field
-# (an empty secrets list: the module says "below the minimum 1", and no more about Kubeconfig).
-CEL_TO_MODULE = {
-    "exactly one secret must have type Kubeconfig": ("spec.secrets", "Kubeconfig secret"),
-    "at most one cloud identity secret is allowed": ("spec.secrets", "cloud identity secrets"),
-    "each listener port must be unique": ("spec.gateway.listeners", "each listener needs its own port"),
-    "the gateway adds its own HTTPS listener": ("spec.gateway", "is taken by the HTTPS listener"),
-    "an InferenceGateway name is at most": ("spec.gateway.clientCAs", "above the maximum 240 for a client CA"),
-}
+
+def cel_rules(node: dict, path: str) -> dict[str, set[str]]:
+    """Each CEL rule's message in the CRD, with the fields it reports on (``spec.secrets[].name``)."""
+    found: dict[str, set[str]] = {}
+    for rule in node.get("x-kubernetes-validations", ()):
+        found.setdefault(rule["message"], set()).add(path + rule.get("fieldPath", ""))
+    children = [(f"{path}.{name}", child) for name, child in node.get("properties", {}).items()]
+    for child_path, child in children + ([(f"{path}[]", node["items"])] if "items" in node else []):
+        for message, fields in cel_rules(child, child_path).items():
+            found.setdefault(message, set()).update(fields)
+    return found
+
+
+CEL_RULES = cel_rules(schema.SPEC, "spec")
 
 
 # --- the documents ------------------------------------------------------------------------------------------
@@ -352,13 +326,16 @@ def judge(verdict: Verdict) -> Verdict:
     elif beyond_crd:
         verdict.problem = "the module refuses only for rules beyond the CRD, yet the API server refuses too"
     if not verdict.api_accepts:
-        for cel_message, (path, fragment) in CEL_TO_MODULE.items():
-            if cel_message in verdict.api_message:
-                verdict.cel.append(cel_message)
-                if not verdict.problem and not any(
-                        fragment in problem["message"] or problem["path"] == path
-                        or problem["path"].startswith((f"{path}.", f"{path}[")) for problem in verdict.module_errors):
-                    verdict.problem = f"CEL rule {cel_message!r} refused, the module said nothing of it"
+        for message, fields in CEL_RULES.items():
+            if message not in verdict.api_message:
+                continue
+            verdict.cel.append(message)
+            if not verdict.problem and not any(
+                    message in problem["message"] or any(structural.field_of(problem["path"]) == field
+                                                         or structural.field_of(problem["path"]).startswith(
+                                                             (f"{field}.", f"{field}[")) for field in fields)
+                    for problem in verdict.module_errors):
+                verdict.problem = f"CEL rule {message!r} refused, the module said nothing of it"
     return verdict
 
 
@@ -488,4 +465,4 @@ def test_the_module_and_the_api_server_agree_on_every_spec(cluster):
     exercised = {rule for verdict in verdicts for rule in verdict.rules}
     assert exercised == {rule.name for rule in PYTHON_ONLY_RULES}, report
     seen_cel = {message for verdict in verdicts for message in verdict.cel}
-    assert seen_cel == set(CEL_TO_MODULE), report
+    assert seen_cel == set(CEL_RULES), report

@@ -75,7 +75,8 @@ def test_one_cluster_converges_from_scratch_with_one_fork(fleet):
     management, workloads, inventory = fleet
     name = HEALTHY[0]
     teardown = management.run_playbook(REPO / "playbooks" / "teardown.yml", inventory=inventory, forks=1,
-                                       extra_vars={"servingstack_hosts": f"{NAMESPACE}/{name}"})
+                                       extra_vars={"servingstack_hosts": f"{NAMESPACE}/{name}",
+                                                   "servingstack_teardown_confirmed": True})
     assert teardown.rc == 0 and releases(workloads[name]) == {}, output(teardown)
     result = run_site(fleet, forks=1, servingstack_hosts=f"{NAMESPACE}/{name}")
     assert result.rc == 0, output(result)

@@ -48,6 +48,6 @@ def test_converge_rerun_upgrade_and_teardown_under_helm_4(fresh_cluster):
                             text=True, check=True)
     assert {r["name"]: r["chart"] for r in json.loads(listed.stdout)}["mp-cert-manager"] == "cert-manager-v1.21.0"
 
-    gone = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster), env=env)
+    gone = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster, servingstack_teardown_confirmed=True), env=env)
     assert gone.rc == 0, output(gone)
     assert releases(cluster) == {}

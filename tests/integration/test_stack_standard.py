@@ -414,7 +414,7 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(clus
     assert set(STANDARD_CRDS) <= installed, sorted(set(STANDARD_CRDS) - installed)
 
     log = tmp_path / "helm.log"
-    remove = stack_vars(cluster, servingstack_remove_crds=True)
+    remove = stack_vars(cluster, servingstack_remove_crds=True, servingstack_teardown_confirmed=True)
     mark = cluster.audit_mark()
     preview = cluster.run_playbook(TEARDOWN, extra_vars=remove, check=True, env=cluster.helm_spy(log))
     assert preview.rc == 0, output(preview)
@@ -438,7 +438,8 @@ def test_teardown_with_remove_crds_removes_every_crd_of_ours_and_only_those(clus
 
 def test_a_second_teardown_changes_nothing(cluster, tmp_path):
     log = tmp_path / "helm.log"
-    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster, servingstack_remove_crds=True),
+    result = cluster.run_playbook(TEARDOWN, extra_vars=stack_vars(cluster, servingstack_remove_crds=True,
+                                                                  servingstack_teardown_confirmed=True),
                                   env=cluster.helm_spy(log))
     assert result.rc == 0, output(result)
     assert result.changed == 0, output(result)

@@ -1,9 +1,9 @@
 """The corpus of ServingStack documents shared by the field tests and the CRD-agreement tests.
 
-Each case edits the reference example. ``VALID`` cases pass both the module and the CRD schema;
-``INVALID`` cases fail both, and the module names ``path`` with a message containing ``fragment``;
-``MODULE_ONLY`` cases pass the CRD's OpenAPI schema but fail the module, for the reason given
-(a CEL rule the API server evaluates, or a check no schema can express). ``IGNORED`` cases carry
+Each case edits the reference example. ``VALID`` cases pass both the module and the CRD (its OpenAPI
+schema and its CEL rules); ``INVALID`` cases fail both, and the module names ``path`` with a message
+containing ``fragment``; ``MODULE_ONLY`` cases pass the CRD but fail the module, for the reason given
+(one of the module's PYTHON_ONLY_RULES, or what the API server checks on every object). ``IGNORED`` cases carry
 what a live object has beyond its desired state (status, Crossplane's XR fields): the module
 accepts them, drops ``ignored`` from the spec it returns (``dropped``) and the CRD accepts the
 document without them. A case's ``warnings`` are the paths the module warns about (ignored pins
@@ -331,39 +331,66 @@ INVALID = [
          fragment="0.4 is a number, not a string"),
     case("ignored lws 33 on dynamo", ("spec.stack", "Dynamo"), ("spec.standard.leaderWorkerSet", "v" * 33),
          path="spec.standard.leaderWorkerSet", fragment="above the maximum length 32"),
+
+    # CEL rules (x-kubernetes-validations): the API server evaluates them after defaulting
+    case("no kubeconfig", ("spec.secrets", [GOOGLE]), path="spec.secrets",
+         fragment="has no Kubeconfig secret; exactly one secret must have type Kubeconfig"),
+    case("two kubeconfigs", ("spec.secrets", [KUBECONFIG, dict(KUBECONFIG, name="kc2")]), path="spec.secrets",
+         fragment="has more than one Kubeconfig secret; exactly one secret must have type Kubeconfig"),
+    case("two identities", ("spec.secrets", [KUBECONFIG, GOOGLE, AWS]), path="spec.secrets",
+         fragment="has more than one cloud identity secret; at most one is allowed"),
+    case("same port HTTP and TCP", ("spec.gateway.listeners[1]", {"name": "raw", "port": 80, "protocol": "TCP"}),
+         path="spec.gateway.listeners", fragment="has two listeners on one port; each listener needs its own port"),
+    case("same port same protocol", ("spec.gateway.listeners[1]", {"name": "web", "port": 80, "protocol": "HTTP"}),
+         path="spec.gateway.listeners", fragment="Gateway API treats listeners sharing a port as conflicted"),
+    case("listener named https with hostname", ("spec.gateway.hostname", "gw.example.com"),
+         ("spec.gateway.listeners[1]", {"name": "https", "port": 8443, "protocol": "HTTP"}),
+         path="spec.gateway.listeners",
+         fragment="has a listener named https or on port 443, the name and port of the HTTPS listener the "
+         "envoy_gateway role adds to the Gateway when spec.gateway.hostname is set"),
+    case("listener on 443 with hostname", ("spec.gateway.hostname", "gw.example.com"),
+         ("spec.gateway.listeners[0].port", 443), path="spec.gateway.listeners",
+         fragment="has a listener named https or on port 443"),
+    case("client CA name 241", ("spec.gateway.clientCAs", [{"name": "g" * 241, "certificate": CERTIFICATE}]),
+         path="spec.gateway.clientCAs[0].name",
+         fragment="is longer than 240 characters, the most for a client CA: the envoy_gateway role stores it in a "
+         "ConfigMap named mp-client-ca-<name>"),
+    case("client CA name 253", ("spec.gateway.clientCAs", [*client_cas(1), {"name": "g" * 253,
+                                                                            "certificate": CERTIFICATE}]),
+         path="spec.gateway.clientCAs[1].name", fragment="is longer than 240 characters, the most for a client CA"),
+    case("private key pasted", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": PRIVATE_KEY}]),
+         path="spec.gateway.clientCAs[0].certificate", fragment="a private key was pasted here"),
+    case("key after certificate", ("spec.gateway.clientCAs", ca(CERTIFICATE + PRIVATE_KEY)),
+         path="spec.gateway.clientCAs[0].certificate", fragment="a private key was pasted here"),
+    case("hostname IP", ("spec.gateway.hostname", "10.0.0.1"), path="spec.gateway.hostname",
+         fragment='"10.0.0.1" is an IP address'),
+    case("hostname label over 63", ("spec.gateway.hostname", "a" * 64 + ".example.com"), path="spec.gateway.hostname",
+         fragment="has a label longer than 63 characters"),
+    case("envoy gateway v1.9.0", ("spec.versions.envoyGateway", "v1.9.0"), path="spec.versions.envoyGateway",
+         fragment="v1.9.x is out of range until the AI Gateway release that pairs with it"),
+    case("envoy gateway v1.8.0-rc.1", ("spec.versions.envoyGateway", "v1.8.0-rc.1"), path="spec.versions.envoyGateway",
+         fragment="must be a v1.8.x Envoy Gateway release, v1.8.0 or later"),
+    case("envoy gateway v1.7.5", ("spec.versions.envoyGateway", "v1.7.5"), path="spec.versions.envoyGateway",
+         fragment="Envoy AI Gateway v1.1.x"),
+    case("envoy gateway v1.7.9", ("spec.versions.envoyGateway", "v1.7.9"), path="spec.versions.envoyGateway",
+         fragment="is out of range"),
+    case("envoy gateway v2.8.4", ("spec.versions.envoyGateway", "v2.8.4"), path="spec.versions.envoyGateway",
+         fragment="is out of range"),
+    # the pins of the stack in use are semantic versions (the other stack's are ignored)
+    case("grove latest", ("spec.stack", "Dynamo"), ("spec.dynamo.grove", "latest"), path="spec.dynamo.grove",
+         fragment='"latest" is not a semantic version'),
+    case("kai main", ("spec.stack", "Dynamo"), ("spec.dynamo.kaiScheduler", "main"), path="spec.dynamo.kaiScheduler",
+         fragment="is not a semantic version"),
+    case("modelexpress latest", ("spec.stack", "Dynamo"), ("spec.dynamo.modelExpress", "latest"),
+         path="spec.dynamo.modelExpress", fragment="is not a semantic version"),
+    case("lws latest", ("spec.standard.leaderWorkerSet", "latest"), path="spec.standard.leaderWorkerSet",
+         fragment="is not a semantic version"),
+    case("pin in use trailing newline", ("spec.standard.leaderWorkerSet", "v0.8.0\n"),
+         path="spec.standard.leaderWorkerSet", fragment="is not a semantic version"),
 ]
 
 MODULE_ONLY = [
-    case("no kubeconfig", ("spec.secrets", [GOOGLE]), path="spec.secrets",
-         fragment="has no Kubeconfig secret; exactly one entry must have type Kubeconfig", why="CEL"),
-    case("two kubeconfigs", ("spec.secrets", [KUBECONFIG, dict(KUBECONFIG, name="kc2")]), path="spec.secrets",
-         fragment="has 2 Kubeconfig secrets (spec.secrets[0], spec.secrets[1])", why="CEL"),
-    case("two identities", ("spec.secrets", [KUBECONFIG, GOOGLE, AWS]), path="spec.secrets",
-         fragment="has 2 cloud identity secrets", why="CEL"),
-    case("same port HTTP and TCP", ("spec.gateway.listeners[1]", {"name": "raw", "port": 80, "protocol": "TCP"}),
-         path="spec.gateway.listeners[1].port", fragment="80 is already used by spec.gateway.listeners[0]", why="CEL"),
-    case("same port same protocol", ("spec.gateway.listeners[1]", {"name": "web", "port": 80, "protocol": "HTTP"}),
-         path="spec.gateway.listeners[1].port", fragment="Gateway API treats listeners sharing a port as conflicted",
-         why="CEL"),
-    case("listener named https with hostname", ("spec.gateway.hostname", "gw.example.com"),
-         ("spec.gateway.listeners[1]", {"name": "https", "port": 8443, "protocol": "HTTP"}),
-         path="spec.gateway.listeners[1].name",
-         fragment='"https" is taken by the HTTPS listener (https, port 443) the envoy_gateway role adds to the '
-         "Gateway when spec.gateway.hostname is set; rename this listener", why="CEL"),
-    case("listener on 443 with hostname", ("spec.gateway.hostname", "gw.example.com"),
-         ("spec.gateway.listeners[0].port", 443), path="spec.gateway.listeners[0].port",
-         fragment="443 is taken by the HTTPS listener (https, port 443)", why="CEL"),
-    case("client CA name 241", ("spec.gateway.clientCAs", [{"name": "g" * 241, "certificate": CERTIFICATE}]),
-         path="spec.gateway.clientCAs[0].name",
-         fragment="is 241 characters long, above the maximum 240 for a client CA: the envoy_gateway role stores "
-         "it in a ConfigMap named mp-client-ca-<name>", why="CEL"),
-    case("client CA name 253", ("spec.gateway.clientCAs", [*client_cas(1), {"name": "g" * 253,
-                                                                            "certificate": CERTIFICATE}]),
-         path="spec.gateway.clientCAs[1].name", fragment="above the maximum 240 for a client CA", why="CEL"),
-    case("private key pasted", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": PRIVATE_KEY}]),
-         path="spec.gateway.clientCAs[0].certificate", fragment="a private key was pasted here", why="PEM"),
-    case("key after certificate", ("spec.gateway.clientCAs", ca(CERTIFICATE + PRIVATE_KEY)),
-         path="spec.gateway.clientCAs[0].certificate", fragment="a private key was pasted here", why="PEM"),
+    # PYTHON_ONLY_RULES (plugins/module_utils/servingstack/spec.py): no CEL rule can state them
     case("not PEM", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": "MIIBkTCB+wIJAK"}]),
          path="spec.gateway.clientCAs[0].certificate", fragment="is not PEM", why="PEM"),
     case("PEM garbage", ("spec.gateway.clientCAs", ca(GARBAGE)),
@@ -372,37 +399,18 @@ MODULE_ONLY = [
          path="spec.gateway.clientCAs[0].certificate", fragment="contains a PEM PUBLIC KEY block", why="PEM"),
     case("PEM truncated", ("spec.gateway.clientCAs", [{"name": "gw", "certificate": CERTIFICATE[:-30]}]),
          path="spec.gateway.clientCAs[0].certificate", fragment="without its matching", why="PEM"),
-    case("hostname IP", ("spec.gateway.hostname", "10.0.0.1"), path="spec.gateway.hostname",
-         fragment="is an IP address", why="Gateway API Hostname forbids IPs; no pattern says it"),
-    case("hostname label over 63", ("spec.gateway.hostname", "a" * 64 + ".example.com"), path="spec.gateway.hostname",
-         fragment="has a label longer than 63 characters", why="RFC 1123 label length; the pattern does not bound it"),
-    case("envoy gateway v1.9.0", ("spec.versions.envoyGateway", "v1.9.0"), path="spec.versions.envoyGateway",
-         fragment="v1.9.x is out of range until the AI Gateway release that pairs with it", why="version rule"),
-    case("envoy gateway v1.8.0-rc.1", ("spec.versions.envoyGateway", "v1.8.0-rc.1"), path="spec.versions.envoyGateway",
-         fragment="must be a v1.8.x Envoy Gateway release, v1.8.0 or later", why="version rule"),
-    case("envoy gateway v1.7.5", ("spec.versions.envoyGateway", "v1.7.5"), path="spec.versions.envoyGateway",
-         fragment="Envoy AI Gateway v1.1.x", why="version rule"),
-    case("envoy gateway v1.7.9", ("spec.versions.envoyGateway", "v1.7.9"), path="spec.versions.envoyGateway",
-         fragment="is out of range", why="version rule"),
-    case("envoy gateway v2.8.4", ("spec.versions.envoyGateway", "v2.8.4"), path="spec.versions.envoyGateway",
-         fragment="is out of range", why="version rule"),
     case("grove rc1", ("spec.stack", "Dynamo"), ("spec.dynamo.grove", "v0.1.0-alpha.12-rc1"), path="spec.dynamo.grove",
-         fragment="grove#753", why="version rule"),
+         fragment="grove#753", why="release order"),
     case("grove alpha.11", ("spec.stack", "Dynamo"), ("spec.dynamo.grove", "v0.1.0-alpha.11"), path="spec.dynamo.grove",
-         fragment="is older than v0.1.0-alpha.12-rc2 in release order", why="version rule"),
-    case("grove latest", ("spec.stack", "Dynamo"), ("spec.dynamo.grove", "latest"), path="spec.dynamo.grove",
-         fragment="is not a semantic version", why="semver of a pin in use (stack-dependent)"),
-    case("kai main", ("spec.stack", "Dynamo"), ("spec.dynamo.kaiScheduler", "main"), path="spec.dynamo.kaiScheduler",
-         fragment="is not a semantic version", why="semver of a pin in use (stack-dependent)"),
-    case("lws latest", ("spec.standard.leaderWorkerSet", "latest"), path="spec.standard.leaderWorkerSet",
-         fragment="is not a semantic version", why="semver of a pin in use (stack-dependent)"),
+         fragment="is older than v0.1.0-alpha.12-rc2 in release order", why="release order"),
+    # what the API server checks on every object, not a CRD
     case("apiVersion", ("apiVersion", "infrastructure.modelplane.ai/v1"), path="apiVersion",
          fragment='"infrastructure.modelplane.ai/v1" is not infrastructure.modelplane.ai/v1alpha1',
          why="the API server routes by apiVersion"),
     case("kind", ("kind", "ServingStacks"), path="kind", fragment="is not ServingStack",
          why="the API server routes by kind"),
     case("metadata name", ("metadata.name", "West_GKE"), path="metadata.name",
-         fragment="is not a DNS-1123 subdomain", why="the API server validates ObjectMeta"),
+         fragment='"West_GKE" is not a DNS-1123 subdomain (an object name)', why="the API server validates ObjectMeta"),
     case("metadata name missing", ("metadata.name", DELETE), path="metadata.name",
          fragment="required field is missing", why="the API server validates ObjectMeta"),
     case("metadata namespace", ("metadata.namespace", "Platform"), path="metadata.namespace",
@@ -417,9 +425,6 @@ MODULE_ONLY = [
          fragment='"x y" is not a label value', why="the API server validates ObjectMeta"),
     case("annotation key", ("metadata.annotations", {"-note": "v"}), path="metadata.annotations.-note",
          fragment="(an annotation key)", why="the API server validates ObjectMeta"),
-    case("pin in use trailing newline", ("spec.standard.leaderWorkerSet", "v0.8.0\n"),
-         path="spec.standard.leaderWorkerSet", fragment="is not a semantic version",
-         why="semver of a pin in use (stack-dependent)"),
 ]
 
 CONDITIONS = [{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}]

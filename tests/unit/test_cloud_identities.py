@@ -8,6 +8,7 @@ without a token they handed out, and without any credentials (anonymous-auth=fal
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -19,12 +20,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_credentials as cc
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
 from cluster.fixtures import running_cluster
 from cluster.token_webhook import token_kubeconfig, token_webhook
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from doubles.fake_clouds import FakeClouds, b64url_decode, fake_clouds_fixture  # noqa: F401  # pylint: disable=unused-import
-from doubles.token_endpoint import pem_private_key
+from doubles.token_endpoint import _self_signed, pem_private_key
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -84,8 +86,11 @@ def register(clouds: FakeClouds, key: rsa.RSAPrivateKey) -> None:
     clouds.eks_cluster = "west-eks"
 
 
-def post_to(clouds: FakeClouds):
-    return lambda url, body: ci.https_post(url, body, ca_file=clouds.cert_file)
+def mint(clouds: FakeClouds, identity_type: str, credential: str, cluster: dict[str, str] | None = None,
+         ca_file: str | None = None) -> ci.Minted:
+    """What the module does: validate the credential, then mint a token with it, trusting the fake clouds' CA."""
+    return ci.mint(identity_type, cc.validate(identity_type, credential, WHERE), WHERE,
+                   ca_file=ca_file or clouds.cert_file, cluster=cluster)
 
 
 def credential_for(kind: str, clouds: FakeClouds, key: rsa.RSAPrivateKey) -> tuple[str, str]:
@@ -113,16 +118,15 @@ def assert_no_secret(text: str, *extra: str) -> None:
 def test_each_identity_mints_a_token_the_cloud_verified(fake_clouds, rsa_key, kind):
     register(fake_clouds, rsa_key)
     identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
-    minted = ci.mint(identity_type, credential, WHERE, post_to(fake_clouds),
-                     cluster={"name": EKS_ARN, "server": "https://ABC.gr7.eu-west-1.eks.amazonaws.com"})
+    minted = mint(fake_clouds, identity_type, credential,
+                  cluster={"name": EKS_ARN, "server": "https://ABC.gr7.eu-west-1.eks.amazonaws.com"})
     assert fake_clouds.accepts(minted.token), fake_clouds.requests[-1][0]
     assert minted.expires_at > ci.time.time() + 600
 
 
 def test_the_eks_token_is_a_presigned_get_caller_identity_for_the_cluster(fake_clouds, rsa_key):
     register(fake_clouds, rsa_key)
-    token = ci.mint(ci.AWS, aws_credential(fake_clouds), WHERE, post_to(fake_clouds),
-                    cluster={"name": EKS_ARN, "server": "https://x"}).token
+    token = mint(fake_clouds, ci.AWS, aws_credential(fake_clouds), cluster={"name": EKS_ARN, "server": "https://x"}).token
     assert token.startswith("k8s-aws-v1.") and "=" not in token
     url = b64url_decode(token[len("k8s-aws-v1."):]).decode()
     query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
@@ -137,7 +141,8 @@ def test_the_eks_token_is_a_presigned_get_caller_identity_for_the_cluster(fake_c
     fake_clouds.eks_cluster = "another-cluster"
     assert not fake_clouds.eks_token_valid(token)
     fake_clouds.eks_cluster = "west-eks"
-    tampered = "k8s-aws-v1." + ci._b64url(url.replace("X-Amz-Expires=60", "X-Amz-Expires=61").encode())
+    tampered = "k8s-aws-v1." + base64.urlsafe_b64encode(url.replace("X-Amz-Expires=60", "X-Amz-Expires=61").encode()
+                                                        ).decode().rstrip("=")
     assert fake_clouds.eks_token_valid(token) and not fake_clouds.eks_token_valid(tampered)
 
 
@@ -153,11 +158,9 @@ def test_the_eks_token_is_a_presigned_get_caller_identity_for_the_cluster(fake_c
     ],
 )
 def test_aws_cluster_name_and_region_resolution(cluster, secret_extra, expected):
-    aws = ci.load_aws_web_identity(json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r",
-                                               "webIdentityToken": "t", **secret_extra}), WHERE)
-    target = ci.aws_target(aws, cluster, WHERE)
-    assert {k: target[k] for k in ("cluster", "region")} == expected
-    assert target["endpoint"] == f"https://sts.{expected['region']}.amazonaws.com/"
+    aws = cc.validate(ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "t",
+                                          **secret_extra}), WHERE)
+    assert ci.aws_target(aws, cluster, WHERE) == expected
 
 
 @pytest.mark.parametrize("kind", ["google", "aws", "nebius"])
@@ -167,7 +170,7 @@ def test_a_wrong_key_fails_clearly_without_quoting_it(fake_clouds, rsa_key, othe
     if kind == "aws":
         credential = aws_credential(fake_clouds).replace("web-identity-token-payload", "web-identity-token-payloaX")
     with pytest.raises(ci.CredentialError) as error:
-        ci.mint(identity_type, credential, WHERE, post_to(fake_clouds), cluster={"name": EKS_ARN, "server": ""})
+        mint(fake_clouds, identity_type, credential, cluster={"name": EKS_ARN, "server": ""})
     message = str(error.value)
     assert message.startswith(f"{WHERE}: ")
     assert ("invalid_grant" in message) if kind != "aws" else ("InvalidIdentityToken" in message)
@@ -177,20 +180,17 @@ def test_a_wrong_key_fails_clearly_without_quoting_it(fake_clouds, rsa_key, othe
 # --------------------------------------------------------------------------- validation before any network call
 
 
-def _unreachable(url: str, body: bytes) -> bytes:
-    raise AssertionError("a malformed credential must be refused before any network call")
-
-
 def _pem(curve_key) -> str:
     return pem_private_key(curve_key)
 
 
+ROLE = "arn:aws:iam::123456789012:role/r"
 BAD = [
     (ci.GOOGLE, "not json at all", "is not a Google credential"),
     (ci.GOOGLE, json.dumps(["a"]), "expected a JSON object"),
     (ci.GOOGLE, json.dumps({"type": "service_account", "client_email": "a@b"}), "lacks private_key"),
     (ci.GOOGLE, json.dumps({"type": "authorized_user", "client_id": "c", "refresh_token": "r"}), "lacks client_secret"),
-    (ci.GOOGLE, json.dumps({"type": "external_account", "audience": "//iam"}), "type external_account Google"),
+    (ci.GOOGLE, json.dumps({"type": "external_account", "audience": "//iam"}), "type is external_account: only"),
     (ci.GOOGLE, json.dumps({"type": "service_account", "client_email": "a@b",
                             "private_key": "-----BEGIN PRIVATE KEY-----\nQUJD\n-----END PRIVATE KEY-----\n"}),
      "private_key is not a PEM private key"),
@@ -198,19 +198,23 @@ BAD = [
                             "token_uri": "http://plain.example/token"}), "token_uri must be an https:// URL"),
     (ci.AWS, "roleARN: x", "expected a JSON object"),
     (ci.AWS, json.dumps({"webIdentityToken": "secret-web-token"}), "lacks roleARN"),
-    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r"}), "lacks webIdentityToken"),
+    (ci.AWS, json.dumps({"roleARN": ROLE}), "lacks webIdentityToken"),
     (ci.AWS, json.dumps({"roleARN": "role/r", "webIdentityToken": "secret-web-token"}),
-     "roleARN is not an IAM role ARN"),
-    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "secret-web-token",
-                         "region": "mars"}), "region is not an AWS region"),
-    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "secret-web-token",
-                         "stsEndpoint": "http://sts"}), "stsEndpoint must be an https:// URL"),
-    (ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "secret-web-token",
-                         "secretAccessKey": "x"}), "unknown fields secretAccessKey"),
-    (ci.NEBIUS, json.dumps({"foo": 1}), "neither subject-credentials"),
+     "roleARN must be an IAM role ARN"),
+    (ci.AWS, json.dumps({"roleARN": ROLE, "webIdentityToken": "secret-web-token", "region": "mars"}),
+     "region must be an AWS region name"),
+    (ci.AWS, json.dumps({"roleARN": ROLE, "webIdentityToken": "secret-web-token", "roleSessionName": "x"}),
+     "roleSessionName must be 2-64 letters"),
+    (ci.AWS, json.dumps({"roleARN": ROLE, "webIdentityToken": "secret-web-token", "clusterName": 5}),
+     "clusterName must be a non-empty string"),
+    (ci.AWS, json.dumps({"roleARN": ROLE, "webIdentityToken": "secret-web-token", "stsEndpoint": "http://sts"}),
+     "stsEndpoint must be an https:// URL"),
+    (ci.AWS, json.dumps({"roleARN": ROLE, "webIdentityToken": "secret-web-token", "secretAccessKey": "x"}),
+     "unknown fields secretAccessKey"),
+    (ci.NEBIUS, json.dumps({"foo": 1}), "lacks private_key, public_key_id, account_id"),
     (ci.NEBIUS, json.dumps({"subject-credentials": "x"}), "subject-credentials must be a JSON object"),
     (ci.NEBIUS, json.dumps({"subject-credentials": {"alg": "RS256", "kid": "k", "iss": "a", "sub": "a"}}),
-     "lacks private-key"),
+     "lacks subject-credentials.private-key"),
     (ci.NEBIUS, json.dumps({"subject-credentials": {"alg": "ES256", "private-key": "secret-pem", "kid": "k",
                                                     "iss": "a", "sub": "a"}}), "subject-credentials.alg: only RS256"),
     (ci.NEBIUS, json.dumps({"subject-credentials": {"private-key": "secret-pem", "kid": "k", "iss": "a",
@@ -224,9 +228,9 @@ BAD = [
 
 
 @pytest.mark.parametrize(("identity_type", "credential", "expected"), BAD)
-def test_a_wrong_shape_is_refused_naming_the_field_before_any_call(identity_type, credential, expected):
+def test_a_wrong_shape_is_refused_naming_the_field_and_the_rule(identity_type, credential, expected):
     with pytest.raises(ci.CredentialError) as error:
-        ci.mint(identity_type, credential, WHERE, post=_unreachable, cluster={"name": "c", "server": ""})
+        cc.validate(identity_type, credential, WHERE)
     message = str(error.value)
     assert message.startswith(f"{WHERE}: ")
     assert expected in message
@@ -237,16 +241,50 @@ def test_an_ec_key_is_refused_as_not_rsa():
     credential = json.dumps({"subject-credentials": {"private-key": _pem(ec.generate_private_key(ec.SECP256R1())),
                                                      "kid": "k", "iss": "a", "sub": "a"}})
     with pytest.raises(ci.CredentialError, match=r"subject-credentials.private-key is not an RSA key"):
-        ci.validate(ci.NEBIUS, credential, WHERE)
+        cc.validate(ci.NEBIUS, credential, WHERE)
+
+
+# --------------------------------------------------------------------------- TLS: the libraries verify the endpoints
+
+
+@pytest.mark.parametrize("kind", ["google", "aws", "nebius"])
+def test_an_endpoint_the_ca_file_does_not_vouch_for_is_refused_before_any_request(
+        fake_clouds, rsa_key, kind, monkeypatch, tmp_path):
+    register(fake_clouds, rsa_key)
+    identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
+    # The libraries' own CA variables would trust the fake clouds: the given ca_file must win over them.
+    for variable in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "AWS_CA_BUNDLE", "SSL_CERT_FILE"):
+        monkeypatch.setenv(variable, fake_clouds.cert_file)
+    (tmp_path / "other").mkdir()
+    other_ca, _key = _self_signed(tmp_path / "other")
+    with pytest.raises(ci.CredentialError) as error:
+        mint(fake_clouds, identity_type, credential, cluster={"name": EKS_ARN, "server": ""}, ca_file=str(other_ca))
+    assert re.fullmatch(rf"{re.escape(WHERE)}: token endpoint https://localhost:\d+/\S*: CERTIFICATE_VERIFY_FAILED",
+                        str(error.value)), str(error.value)
+    assert fake_clouds.requests == []
+
+
+@pytest.mark.parametrize("kind", ["google", "aws", "nebius"])
+def test_without_a_ca_file_the_system_trust_store_is_used_as_ssl_cert_file_sets_it(fake_clouds, rsa_key, kind,
+                                                                                    monkeypatch):
+    register(fake_clouds, rsa_key)
+    identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
+    validated = cc.validate(identity_type, credential, WHERE)
+    cluster = {"name": EKS_ARN, "server": ""}
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    with pytest.raises(ci.CredentialError, match="CERTIFICATE_VERIFY_FAILED"):
+        ci.mint(identity_type, validated, WHERE, cluster=cluster)
+    monkeypatch.setenv("SSL_CERT_FILE", fake_clouds.cert_file)
+    assert fake_clouds.accepts(ci.mint(identity_type, validated, WHERE, cluster=cluster).token)
 
 
 # --------------------------------------------------------------------------- the exec plugin's cache
 
 
-def test_the_plugin_answers_from_its_cache_and_refreshes_near_expiry(fake_clouds, rsa_key, tmp_path):
+def test_the_plugin_answers_from_its_cache_and_refreshes_near_expiry(fake_clouds, rsa_key, tmp_path, capsys):
     register(fake_clouds, rsa_key)
-    config = {"type": ci.NEBIUS, "credential": nebius_key(fake_clouds, rsa_key), "where": WHERE,
-              "ca_file": fake_clouds.cert_file, "cluster": {}, "cache": str(tmp_path / "token.json")}
+    config = {"type": ci.NEBIUS, "credential": cc.validate(ci.NEBIUS, nebius_key(fake_clouds, rsa_key), WHERE),
+              "where": WHERE, "ca_file": fake_clouds.cert_file, "cluster": {}, "cache": str(tmp_path / "token.json")}
     now = int(ci.time.time())
     first = ci.plugin_token(config, now=now)
     assert stat.S_IMODE(os.stat(config["cache"]).st_mode) == 0o600
@@ -257,8 +295,22 @@ def test_the_plugin_answers_from_its_cache_and_refreshes_near_expiry(fake_clouds
     ci.store_token(config["cache"], ci.Minted(first.token, now + ci.REFRESH_MARGIN_SECONDS - 1))
     refreshed = ci.plugin_token(config, now=now)
     assert refreshed.token != first.token and len(fake_clouds.requests) == calls + 1
-    credential = ci.exec_credential(refreshed)
-    assert credential["kind"] == "ExecCredential" and credential["status"]["token"] == refreshed.token
+    # The plugin prints it as an ExecCredential, from the cache.
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert ci.plugin_main([str(tmp_path / "config.json")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["kind"], printed["status"]["token"]) == ("ExecCredential", refreshed.token)
+    assert printed["status"]["expirationTimestamp"] == ci.datetime.datetime.fromtimestamp(
+        refreshed.expires_at, tz=ci.datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert len(fake_clouds.requests) == calls + 1
+
+
+def test_the_plugin_reports_a_missing_configuration_without_a_traceback(tmp_path, capsys):
+    assert ci.plugin_main([str(tmp_path / "absent.json")]) == 1
+    assert ci.plugin_main([]) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[0] for line in errors] == ["modelplane.serving cloud identity"] * 2
+    assert "FileNotFoundError" in errors[0] and "IndexError" in errors[1]
 
 
 # --------------------------------------------------------------------------- the API server's token check
@@ -432,6 +484,20 @@ def test_a_wrong_key_through_the_module_fails_clearly_and_shows_no_secret(
     assert webhook.reviews == [], "the module failed before any request to the cluster"
 
 
+def test_a_malformed_credential_through_the_module_fails_before_any_request(fake_clouds, rsa_key, tmp_path, target):
+    register(fake_clouds, rsa_key)
+    cluster, webhook = target
+    credential = aws_credential(fake_clouds, region="mars")
+    result = _run_module_and_read(tmp_path, cluster, ci.AWS, credential, fake_clouds.cert_file)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert f"{WHERE}: region must be an AWS region name (like us-west-2)" in output
+    assert "Traceback" not in output
+    assert_no_secret(output)
+    assert fake_clouds.requests == [] and webhook.reviews == []
+    assert not (tmp_path / "kubeconfig").exists()
+
+
 @pytest.mark.parametrize("token", [KUBECONFIG_TOKEN, None], ids=["refused-token", "no-credentials"])
 def test_an_unauthenticated_kubeconfig_gets_401_from_the_api_server(tmp_path, target, token):
     from kubernetes import client as kclient
@@ -452,8 +518,8 @@ def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
     from ansible_collections.modelplane.serving.plugins.modules import servingstack_kubeconfig as module
 
     register(fake_clouds, rsa_key)
-    config = {"type": ci.GOOGLE, "credential": google_key(fake_clouds, rsa_key), "where": WHERE,
-              "ca_file": fake_clouds.cert_file, "cluster": {}}
+    config = {"type": ci.GOOGLE, "credential": cc.validate(ci.GOOGLE, google_key(fake_clouds, rsa_key), WHERE),
+              "where": WHERE, "ca_file": fake_clouds.cert_file, "cluster": {}}
     seed = ci.Minted("seed-token", 0)  # already expired: the plugin must mint a new one
     argv = module.write_identity_dir(str(tmp_path / "k.identity"), config, seed)
     assert all("PRIVATE" not in arg for arg in argv)

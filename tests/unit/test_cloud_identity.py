@@ -1,20 +1,25 @@
-"""Cloud identity authentication: Google service-account keys to bearer tokens, kubeconfig rewriting."""
+"""Cloud identity authentication: Google credentials to bearer tokens through google-auth, kubeconfig rewriting."""
 
 from __future__ import annotations
 
 import base64
 import json
+import re
+import time
 import urllib.parse
 
 import pytest
 import yaml
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_credentials as cc
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
-from ansible_collections.modelplane.serving.plugins.modules.servingstack_kubeconfig import post_form
+from ansible_collections.modelplane.serving.plugins.modules.servingstack_kubeconfig import kubeconfig_with_exec
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 # Importing the fixture function registers the token_server fixture for this module.
 from doubles.token_endpoint import token_server_fixture  # noqa: F401  # pylint: disable=unused-import
+
+WHERE = "spec.secrets[1]"
 
 
 def _b64url_decode(part: str) -> bytes:
@@ -57,37 +62,27 @@ KUBECONFIG = yaml.safe_dump({
 })
 
 
-def test_google_assertion_is_a_valid_rs256_jwt_for_the_account(rsa_key, sa_json):
-    account = ci.load_google_credential(sa_json, "spec.secrets[1]")
-    token = ci.google_assertion(account, now=1_700_000_000)
-    header_b64, claims_b64, signature_b64 = token.split(".")
-    header = json.loads(_b64url_decode(header_b64))
-    claims = json.loads(_b64url_decode(claims_b64))
+def test_mint_posts_a_jwt_signed_with_the_key_for_the_account_and_returns_the_token(rsa_key, sa_json, token_server):
+    url, cert_file, received = token_server
+    credential = cc.validate(ci.GOOGLE, json.dumps({**json.loads(sa_json), "token_uri": url}), WHERE)
+    before = time.time()
+    minted = ci.mint(ci.GOOGLE, credential, WHERE, ca_file=str(cert_file))
+    # The local endpoint answers no expires_in: the token is taken to last the hour Google gives.
+    assert minted.token == "local-token" and before + 3500 < minted.expires_at < time.time() + 3700
+    [form] = [urllib.parse.parse_qs(body.decode()) for body in received]
+    assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
+    header_b64, claims_b64, signature_b64 = form["assertion"][0].split(".")
+    header, claims = json.loads(_b64url_decode(header_b64)), json.loads(_b64url_decode(claims_b64))
     assert header == {"alg": "RS256", "typ": "JWT", "kid": "k1"}
+    # Google's audience for every JWT-bearer grant, whichever token_uri the grant is posted to.
     assert claims["iss"] == "stack@west.iam.gserviceaccount.com"
-    assert claims["aud"] == "https://oauth2.example.test/token"
+    assert claims["aud"] == "https://oauth2.googleapis.com/token"
     assert claims["exp"] - claims["iat"] == 3600
-    assert "https://www.googleapis.com/auth/cloud-platform" in claims["scope"].split()
+    assert set(claims["scope"].split()) == set(ci.GOOGLE_SCOPES)
     # Raises InvalidSignature if the signature does not match the account's key.
     rsa_key.public_key().verify(
         _b64url_decode(signature_b64), f"{header_b64}.{claims_b64}".encode(), padding.PKCS1v15(), hashes.SHA256()
     )
-
-
-def test_mint_posts_the_jwt_bearer_grant_and_returns_the_token_and_its_expiry(sa_json):
-    seen: dict[str, object] = {}
-
-    def post(url: str, body: bytes) -> bytes:
-        seen["url"] = url
-        seen["form"] = urllib.parse.parse_qs(body.decode())
-        return json.dumps({"access_token": "ya29.token", "expires_in": 3599, "token_type": "Bearer"}).encode()
-
-    minted = ci.mint(ci.GOOGLE, sa_json, "spec.secrets[1]", post=post, now=1_700_000_000)
-    assert (minted.token, minted.expires_at) == ("ya29.token", 1_700_000_000 + 3599)
-    assert seen["url"] == "https://oauth2.example.test/token"
-    form = seen["form"]
-    assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
-    assert form["assertion"][0].count(".") == 2
 
 
 @pytest.mark.parametrize(
@@ -95,14 +90,15 @@ def test_mint_posts_the_jwt_bearer_grant_and_returns_the_token_and_its_expiry(sa
     [
         ("not json at all", "is not a Google credential"),
         (json.dumps({"type": "authorized_user"}), "lacks client_id, client_secret, refresh_token"),
-        (json.dumps({"type": "external_account"}), "type external_account Google credentials are not supported"),
+        (json.dumps({"type": "external_account"}), "type is external_account: only service_account"),
+        (json.dumps({"type": "service_account"}), "lacks client_email, private_key"),
         (json.dumps({"type": "service_account", "client_email": "a@b"}), "lacks private_key"),
     ],
 )
 def test_bad_google_credentials_are_refused_without_echoing_them(credential, expected):
     with pytest.raises(ci.CredentialError) as error:
-        ci.mint(ci.GOOGLE, credential, "spec.secrets[1]", post=lambda *args: b"{}")
-    assert str(error.value).startswith("spec.secrets[1]: ")
+        cc.validate(ci.GOOGLE, credential, WHERE)
+    assert str(error.value).startswith(f"{WHERE}: ")
     assert expected in str(error.value)
     assert credential not in str(error.value)
 
@@ -110,25 +106,25 @@ def test_bad_google_credentials_are_refused_without_echoing_them(credential, exp
 def test_a_non_rsa_key_is_refused(sa_json):
     info = json.loads(sa_json)
     info["private_key"] = _pem(ec.generate_private_key(ec.SECP256R1()))
-    with pytest.raises(ci.CredentialError, match="not an RSA key"):
-        ci.mint(ci.GOOGLE, json.dumps(info), "spec.secrets[1]", post=lambda *args: b"{}")
-
-
-def test_a_token_endpoint_error_is_reported_by_its_oauth_error_code(sa_json):
-    with pytest.raises(ci.CredentialError, match=r"no access_token \(invalid_grant\)"):
-        ci.mint(ci.GOOGLE, sa_json, "spec.secrets[1]", post=lambda *args: b'{"error": "invalid_grant"}')
+    with pytest.raises(ci.CredentialError, match=r"^spec.secrets\[1\]: private_key is not an RSA key$"):
+        cc.validate(ci.GOOGLE, json.dumps(info), WHERE)
 
 
 @pytest.mark.parametrize("identity_type", [ci.AWS, ci.NEBIUS])
 def test_other_identities_refuse_a_credential_that_is_not_json(identity_type):
     # Every type is supported; test_cloud_identities.py covers AWS and Nebius end to end.
     with pytest.raises(ci.CredentialError, match=r"^spec.secrets\[1\]: is not an? .*expected a JSON object"):
-        ci.mint(identity_type, "whatever", "spec.secrets[1]", post=lambda *args: b"{}")
+        cc.validate(identity_type, "whatever", WHERE)
+
+
+def test_an_unknown_identity_type_is_refused_naming_the_known_ones():
+    with pytest.raises(ci.CredentialError, match=r"'Kubeconfig' is not a cloud identity type \(GoogleApp"):
+        cc.validate("Kubeconfig", "{}", WHERE)
 
 
 def test_kubeconfig_with_exec_replaces_only_the_current_user():
     argv = ["/usr/bin/python3", "/private/plugin.py", "/private/config.json"]
-    rewritten = yaml.safe_load(ci.kubeconfig_with_exec(KUBECONFIG, argv))
+    rewritten = yaml.safe_load(kubeconfig_with_exec(KUBECONFIG, argv))
     users = {u["name"]: u["user"] for u in rewritten["users"]}
     assert users["gke-user"] == {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": argv[0],
                                           "args": argv[1:], "interactiveMode": "Never", "provideClusterInfo": False}}
@@ -142,25 +138,18 @@ def test_kubeconfig_without_a_current_context_is_refused():
     config["contexts"].append({"name": "east", "context": {"cluster": "gke", "user": "other"}})
     del config["current-context"]
     with pytest.raises(ci.CredentialError, match="no current-context"):
-        ci.kubeconfig_with_exec(yaml.safe_dump(config), ["plugin"])
+        kubeconfig_with_exec(yaml.safe_dump(config), ["plugin"])
 
 
-# --- the module's post_form against a real local HTTPS endpoint: verification is on by default ---
+# --- the libraries' transport against a real local HTTPS endpoint: verification is on ---
 
 
-def test_post_form_verifies_the_endpoint_certificate_by_default(token_server):
+def test_an_endpoint_the_ca_does_not_vouch_for_is_refused_before_any_request(sa_json, token_server, monkeypatch):
     url, _cert_file, received = token_server
-    with pytest.raises(ci.CredentialError, match="CERTIFICATE_VERIFY_FAILED"):
-        post_form(url, b"a=b")
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    credential = cc.validate(ci.GOOGLE, json.dumps({**json.loads(sa_json), "token_uri": url}), WHERE)
+    expected = rf"^{re.escape(WHERE)}: token endpoint https://localhost:\d+/token: CERTIFICATE_VERIFY_FAILED$"
+    with pytest.raises(ci.CredentialError, match=expected):
+        ci.mint(ci.GOOGLE, credential, WHERE)
     assert received == []
-
-
-def test_post_form_trusts_a_given_ca_and_returns_the_body(token_server):
-    url, cert_file, received = token_server
-    assert json.loads(post_form(url, b"a=b", ca_file=str(cert_file))) == {"access_token": "local-token"}
-    assert received == [b"a=b"]
-
-
-def test_post_form_refuses_plain_http():
-    with pytest.raises(ci.CredentialError, match="only https://"):
-        post_form("http://127.0.0.1:1/token", b"a=b")

@@ -1,31 +1,37 @@
-"""The ServingStack CRD: its file, its facts, every field of the reference, and agreement with the module.
+"""The ServingStack CRD: its file and the module's copy, its facts, every field of the reference, its CEL rules, and
+agreement with the module.
 
-Agreement: every document of the corpus is checked by both the CRD's openAPIV3Schema (through
-jsonschema, as the API server would with strict field validation) and ``spec.validate``. The CRD's
-CEL rules (``x-kubernetes-validations``) are evaluated with cel-python where it is installed; the
-checks no schema can express (PEM parsing, version rules, ObjectMeta) are the module's alone and the
-corpus lists them as ``MODULE_ONLY``.
+Agreement: every document of the corpus is judged by the CRD here, independently of the module's own checker: its
+openAPIV3Schema through jsonschema (as the API server with strict field validation), then its CEL rules
+(``x-kubernetes-validations``) evaluated with cel-python on the defaulted document, as the API server does. The
+module must agree, except on the corpus's ``MODULE_ONLY`` cases: its PYTHON_ONLY_RULES and ObjectMeta.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import copy
+import functools
+import re
+import shutil
 import subprocess
-import sys
 
-import celpy  # cel-python (tests/requirements.txt) evaluates the CRD's CEL rules
+import celpy  # cel-python (requirements.txt) evaluates the CRD's CEL rules
 import pytest
+import re2
 import yaml
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec
-from corpus import IGNORED, INVALID, MODULE_ONLY, VALID
-from servingstack_docs import CRD_FILE, REPO, crd_validator, strip_nulls
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import (
+    crd_yaml,
+    schema,
+    spec,
+    structural,
+    versions,
+)
+from corpus import IGNORED, INVALID, KUBECONFIG, MODULE_ONLY, VALID
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from servingstack_docs import CRD_FILE, REPO, crd_validator, load_example, strip_nulls
 
-# The generator is a build-time tool (tools/, left out of the built collection), not part of the collection.
-TOOL = REPO / "tools" / "render_crd.py"
-_spec = importlib.util.spec_from_file_location("render_crd", TOOL)
-assert _spec and _spec.loader
-render_crd = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(render_crd)
+COPY = REPO / "plugins" / "module_utils" / "servingstack" / "crd_yaml.py"
 
 
 @pytest.fixture(scope="module")
@@ -34,36 +40,36 @@ def definition() -> dict:
 
 
 @pytest.fixture(scope="module")
-def schema(definition) -> dict:
+def schema_(definition) -> dict:
     return definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
 @pytest.fixture(scope="module")
-def validator(schema):
-    return crd_validator(schema)
+def validator(schema_):
+    return crd_validator(schema_)
 
 
-def test_the_file_is_the_rendering_of_schema_py():
-    assert render_crd.CRD_FILE == CRD_FILE
-    assert CRD_FILE.read_text() == render_crd.render_yaml(), "crds/ is stale: regenerate it with tools/render_crd.py"
+def test_the_module_reads_the_crd_file_byte_for_byte():
+    assert CRD_FILE.read_text() == crd_yaml.TEXT, "the module's copy of crds/ is stale: run make crd"
 
 
-def test_the_tool_checks_and_rewrites_the_file(tmp_path, monkeypatch):
-    stale = tmp_path / "servingstacks.yaml"
-    stale.write_text(CRD_FILE.read_text().replace("minLength: 1", "minLength: 2", 1))
-    monkeypatch.setattr(render_crd, "CRD_FILE", stale)
-    monkeypatch.setattr(render_crd, "REPO", tmp_path)
-    assert render_crd.main(["--check"]) == 1
-    assert render_crd.main([]) == 0
-    assert stale.read_text() == CRD_FILE.read_text()
-    assert render_crd.main(["--check"]) == 0
+def test_make_crd_copies_the_file_into_the_modules_copy(tmp_path):
+    stale = tmp_path / "crd_yaml.py"
+    text = COPY.read_text()
+    stale.write_text(text.replace("maxLength: 63", "maxLength: 64", 1))
+    assert stale.read_text() != text
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("needs make")
+    subprocess.run([make, "-s", "crd", f"CRD_COPY={stale}"], cwd=REPO, check=True, capture_output=True, timeout=60)
+    assert stale.read_text() == text
 
 
-def test_the_tool_runs_as_a_script():
-    # As `make crd` runs it: a plain interpreter, no conftest, the collection found through .collections.
-    completed = subprocess.run([sys.executable, str(TOOL), "--check"], cwd=REPO, capture_output=True, text=True,
-                               timeout=60, check=False)
-    assert completed.returncode == 0, completed.stderr
+def test_the_names_of_the_api_are_the_crds(definition):
+    body = definition["spec"]
+    assert (body["group"], body["names"]["kind"], body["names"]["plural"]) == (schema.GROUP, schema.KIND, schema.PLURAL)
+    assert schema.API_VERSION == f"{body['group']}/{body['versions'][0]['name']}" == f"{schema.GROUP}/{schema.VERSION}"
+    assert definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] == schema.SPEC
 
 
 def test_crd_facts(definition):
@@ -159,15 +165,15 @@ def fields(node: dict, path: str) -> dict[str, dict]:
     return found
 
 
-def test_the_crd_has_exactly_the_reference_fields(schema):
-    every = fields(schema["properties"]["spec"], "spec") | fields(schema["properties"]["status"], "status")
+def test_the_crd_has_exactly_the_reference_fields(schema_):
+    every = fields(schema_["properties"]["spec"], "spec") | fields(schema_["properties"]["status"], "status")
     leaves = {path for path in every if not path.endswith("[]")}
     assert leaves == set(REFERENCE)
 
 
 @pytest.mark.parametrize("path", sorted(REFERENCE))
-def test_every_field_has_its_type_bounds_enum_default_and_description(schema, path):
-    every = fields(schema["properties"]["spec"], "spec") | fields(schema["properties"]["status"], "status")
+def test_every_field_has_its_type_bounds_enum_default_and_description(schema_, path):
+    every = fields(schema_["properties"]["spec"], "spec") | fields(schema_["properties"]["status"], "status")
     node = every[path]
     kind, facts = REFERENCE[path]
     assert node["type"] == kind
@@ -177,12 +183,12 @@ def test_every_field_has_its_type_bounds_enum_default_and_description(schema, pa
 
 
 @pytest.mark.parametrize("path", sorted(REQUIRED))
-def test_required_fields(schema, path):
-    every = fields(schema["properties"]["spec"], "spec") | {"spec": schema["properties"]["spec"]}
+def test_required_fields(schema_, path):
+    every = fields(schema_["properties"]["spec"], "spec") | {"spec": schema_["properties"]["spec"]}
     assert set(every[path]["required"]) == REQUIRED[path]
 
 
-def test_structural_schema(schema):
+def test_structural_schema(schema_):
     def walk(node: dict, path: str) -> None:
         assert "type" in node, path
         if node["type"] == "object" and path != "metadata":
@@ -195,47 +201,169 @@ def test_structural_schema(schema):
             if node.get("x-kubernetes-list-type") == "map":
                 assert set(node["x-kubernetes-list-map-keys"]) <= set(node["items"]["required"]), path
 
-    walk(schema, "")
-    listeners = schema["properties"]["spec"]["properties"]["gateway"]["properties"]["listeners"]
+    walk(schema_, "")
+    listeners = schema_["properties"]["spec"]["properties"]["gateway"]["properties"]["listeners"]
     assert listeners["x-kubernetes-list-type"] == "map"
     assert listeners["x-kubernetes-list-map-keys"] == ["name"]
 
 
-def test_defaults_are_valid_against_their_schemas(schema):
-    every = fields(schema["properties"]["spec"], "spec")
+def test_defaults_are_valid_against_their_schemas(schema_):
+    every = fields(schema_["properties"]["spec"], "spec")
     for node in every.values():
         if "default" in node:
             crd_validator(node).validate(node["default"])
 
 
-def test_cel_rule_for_the_kubeconfig_secret(schema):
-    rules = [rule["rule"] for rule in schema["properties"]["spec"]["properties"]["secrets"]["x-kubernetes-validations"]]
-    assert "self.filter(s, s.type == 'Kubeconfig').size() == 1" in rules
+def test_the_defaults_alone_pass_every_rule():
+    # defaulted_spec() applies them unchecked.
+    checked = spec.defaulted_spec({"secrets": [KUBECONFIG]})
+    checked.pop("secrets")
+    assert spec.defaulted_spec() == checked
+
+
+# --- the CEL rules ---------------------------------------------------------------------------------------------
+
+
+def cel_rules(node: dict, path: str = "") -> list[tuple[str, dict]]:
+    """Every rule of the schema with the field it is on (``spec.secrets[].name``)."""
+    found = [(path, rule) for rule in node.get("x-kubernetes-validations", ())]
+    for name, child in node.get("properties", {}).items():
+        found += cel_rules(child, f"{path}.{name}" if path else name)
+    if "items" in node:
+        found += cel_rules(node["items"], f"{path}[]")
+    return found
+
+
+def nodes(node: dict, value: object, path: str = "") -> list[tuple[dict, object]]:
+    found = [(node, value)]
+    if isinstance(value, dict):
+        for name, child in node.get("properties", {}).items():
+            if name in value:
+                found += nodes(child, value[name])
+    elif isinstance(value, list) and "items" in node:
+        for item in value:
+            found += nodes(node["items"], item)
+    return found
+
+
+ENVIRONMENT = celpy.Environment()
+
+
+@functools.cache
+def program(rule: str) -> celpy.Runner:
+    return ENVIRONMENT.program(ENVIRONMENT.compile(rule))
+
+
+def verdict(rule: str, value: object) -> bool | None:
+    """The rule's verdict on ``value``, None when cel-python cannot evaluate it there."""
+    try:
+        result = program(rule).evaluate({"self": celpy.json_to_cel(value)})
+    except celpy.CELEvalError:
+        return None
+    return bool(result) if isinstance(result, celpy.celtypes.BoolType) else None
+
+
+def crd_refusals(schema_: dict, validator, document: dict) -> list[str]:
+    """Why the API server would refuse ``document``: its schema's errors, then the CEL rules broken on the document
+    as the API server defaults it (nulls pruned, defaults applied; an empty list or string stays)."""
+    document = strip_nulls(document)
+    refusals = [error.message for error in validator.iter_errors(document)]
+    spec_schema = schema_["properties"]["spec"]
+    defaulted = structural.defaulted(spec_schema, document.get("spec"), "spec")
+    for node, value in nodes(spec_schema, defaulted):
+        refusals += [rule["message"] for rule in node.get("x-kubernetes-validations", ())
+                     if verdict(rule["rule"], value) is False]
+    return refusals
+
+
+def test_every_cel_rule_compiles_and_every_field_path_is_a_field(schema_):
+    rules = cel_rules(schema_)
+    assert len(rules) >= 20
+    for path, rule in rules:
+        program(rule["rule"])
+        assert rule["message"] and "\n" not in rule["message"], path
+        node = schema_
+        for name in (path + rule.get("fieldPath", "")).replace("[]", "").split("."):
+            node = node.get("items", node)["properties"][name]
+        assert node["type"], path
 
 
 @pytest.mark.parametrize("case", VALID, ids=lambda case: case.id)
-def test_valid_corpus_passes_both(validator, case):
+def test_every_cel_rule_holds_on_the_valid_corpus(schema_, case):
+    # Evaluated, not skipped: a function cel-python lacks (Kubernetes's CEL libraries) would show here.
+    manifest = spec.validate(case.document()).manifest
+    for node, value in nodes(schema_["properties"]["spec"], manifest["spec"]):
+        for rule in node.get("x-kubernetes-validations", ()):
+            assert verdict(rule["rule"], value) is True, rule["message"]
+
+
+def semver_patterns(schema_: dict) -> set[str]:
+    return {match for _path, rule in cel_rules(schema_)
+            for match in re.findall(r"matches\('(\^v\?\(0[^']*)'\)", rule["rule"])}
+
+
+def test_every_pin_has_the_one_semver_pattern(schema_):
+    (pattern,) = semver_patterns(schema_)
+    pins = {path for path, rule in cel_rules(schema_) if pattern in rule["rule"]}
+    pins |= {f"spec{rule['fieldPath']}" for path, rule in cel_rules(schema_) if pattern in rule["rule"]
+             and "fieldPath" in rule}
+    assert {"spec.versions.certManager", "spec.versions.envoyGateway", "spec.versions.nodeFeatureDiscovery",
+            "spec.versions.nvidiaDraDriver", "spec.versions.prometheus", "spec.versions.trustManager",
+            "spec.standard.leaderWorkerSet", "spec.dynamo.grove", "spec.dynamo.kaiScheduler",
+            "spec.dynamo.modelExpress"} <= pins
+
+
+VERSIONS = st.one_of(
+    st.from_regex(versions.SEMVER_PATTERN.replace("$", r"\Z")),
+    st.from_regex(r"\Av?1\.[7-9]\.[0-9]{1,2}(-(rc|alpha)\.[0-9])?(\+b)?\Z"),
+    st.text(alphabet="v0123456789.-+arc\n", max_size=16),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VERSIONS)
+def test_the_crd_pins_are_the_semantic_versions_versions_py_parses(text):
+    (pattern,) = semver_patterns(schema.open_api_schema())
+    assert (re2.search(pattern, text) is not None) == (versions.parse(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VERSIONS)
+def test_the_envoy_gateway_rule_is_the_range_versions_py_checks(text):
+    node = schema.SPEC["properties"]["versions"]["properties"]["envoyGateway"]
+    if versions.parse(text) is None:
+        return
+    accepted = all(verdict(rule["rule"], text) for rule in node["x-kubernetes-validations"])
+    assert accepted == (versions.check_envoy_gateway(text) is None)
+
+
+# --- agreement with the module --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", VALID, ids=lambda case: case.id)
+def test_valid_corpus_passes_both(schema_, validator, case):
     document = case.document()
     assert spec.validate(document).errors == []
-    assert list(validator.iter_errors(strip_nulls(document))) == []
+    assert crd_refusals(schema_, validator, document) == []
 
 
 @pytest.mark.parametrize("case", INVALID, ids=lambda case: case.id)
-def test_invalid_corpus_fails_both(validator, case):
+def test_invalid_corpus_fails_both(schema_, validator, case):
     document = case.document()
     assert spec.validate(document).errors
-    assert not validator.is_valid(strip_nulls(document)), "the CRD schema accepts what the module refuses"
+    assert crd_refusals(schema_, validator, document), "the CRD accepts what the module refuses"
 
 
 @pytest.mark.parametrize("case", MODULE_ONLY, ids=lambda case: case.id)
-def test_module_only_corpus_passes_the_schema_and_fails_the_module(validator, case):
+def test_module_only_corpus_passes_the_crd_and_fails_the_module(schema_, validator, case):
     document = case.document()
     assert spec.validate(document).errors
-    assert validator.is_valid(strip_nulls(document)), "now a schema rule: move the case to INVALID"
+    if case.path.startswith("spec."):
+        assert crd_refusals(schema_, validator, document) == [], "now a CRD rule: move the case to INVALID"
 
 
 @pytest.mark.parametrize("case", IGNORED, ids=lambda case: case.id)
-def test_ignored_corpus_passes_the_module_and_the_crd_without_what_it_ignores(validator, case):
+def test_ignored_corpus_passes_the_module_and_the_crd_without_what_it_ignores(schema_, validator, case):
     # The shipped CRD is a plain CRD: a live object's status is the server's, and a Crossplane XR's
     # fields belong to the CRD Crossplane generates from its XRD; the module reads neither.
     document = case.document()
@@ -243,51 +371,24 @@ def test_ignored_corpus_passes_the_module_and_the_crd_without_what_it_ignores(va
     document.pop("status", None)
     for key in case.dropped:
         document["spec"].pop(key)
-    assert list(validator.iter_errors(strip_nulls(document))) == []
+    assert crd_refusals(schema_, validator, document) == []
 
 
-def cel_rules(schema: dict) -> list[tuple[tuple[str, ...], str, str]]:
-    found = []
-
-    def walk(node: dict, path: tuple[str, ...]) -> None:
-        for rule in node.get("x-kubernetes-validations", ()):
-            found.append((path, rule["rule"], rule["message"]))
-        for name, child in node.get("properties", {}).items():
-            walk(child, (*path, name))
-
-    walk(schema, ())
-    return found
-
-
-def cel_failures(schema: dict, document: dict) -> list[str]:
-    environment = celpy.Environment()
-    failures = []
-    for path, rule, message in cel_rules(schema):
-        node: object = document
-        for name in path:
-            node = node.get(name) if isinstance(node, dict) else None
-        if node is None:
-            continue
-        program = environment.program(environment.compile(rule))
-        if not program.evaluate({"self": celpy.json_to_cel(node)}):
-            failures.append(message)
-    return failures
-
-
-def test_every_cel_rule_compiles(schema):
-    environment = celpy.Environment()
-    rules = cel_rules(schema)
-    assert len(rules) == 5
-    for _path, rule, _message in rules:
-        environment.program(environment.compile(rule))
-
-
-@pytest.mark.parametrize("case", VALID, ids=lambda case: case.id)
-def test_cel_rules_accept_the_valid_corpus(schema, case):
-    # The API server applies defaults before CEL: evaluate the defaulted manifest.
-    assert cel_failures(schema, spec.validate(case.document()).manifest) == []
-
-
-@pytest.mark.parametrize("case", [case for case in MODULE_ONLY if case.why == "CEL"], ids=lambda case: case.id)
-def test_cel_rules_refuse_what_the_module_refuses_for_them(schema, case):
-    assert cel_failures(schema, strip_nulls(case.document()))
+def test_the_module_enforces_what_the_crd_says(monkeypatch):
+    """Change the CRD and the module's verdict follows: a bound, and a CEL rule."""
+    text = crd_yaml.TEXT.replace("maxLength: 63\n                      default: envoy", "maxLength: 5\n"
+                                 "                      default: envoy").replace("l.port != 443", "l.port != 8080")
+    assert text.count("maxLength: 5\n") == 1 and "l.port != 8080" in text
+    monkeypatch.setattr(schema, "definition", lambda: yaml.safe_load(text))
+    document = copy.deepcopy(load_example())
+    document["spec"]["gateway"].update(className="envoy-ai", hostname="gw.example.com",
+                                       listeners=[{"name": "web", "port": 8080, "protocol": "HTTP"}])
+    try:
+        spec._spec_checker.cache_clear()
+        assert [problem.path for problem in spec.validate(document).errors] == ["spec.gateway.className",
+                                                                               "spec.gateway.listeners"]
+        monkeypatch.undo()
+        spec._spec_checker.cache_clear()
+        assert spec.validate(document).errors == []
+    finally:
+        spec._spec_checker.cache_clear()

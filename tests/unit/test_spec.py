@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
-import re
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec, structural
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
 from corpus import GOOGLE, HTTP, IGNORED, INVALID, KUBECONFIG, LEGACY_XR, MODULE_ONLY, VALID
 from servingstack_docs import CERTIFICATE, DELETE, PRIVATE_KEY, REPO, edit, load_example
@@ -261,8 +263,8 @@ def test_what_a_live_object_carries_is_ignored_never_refused(case):
 
 
 def test_every_crossplane_field_of_the_brief_is_ignored():
-    assert set(LEGACY_XR) | {"crossplane"} <= set(schema.CROSSPLANE_SPEC_FIELDS)
-    assert not set(schema.CROSSPLANE_SPEC_FIELDS) & set(schema.SPEC["properties"])
+    assert set(LEGACY_XR) | {"crossplane"} <= set(spec.CROSSPLANE_SPEC_FIELDS)
+    assert not set(spec.CROSSPLANE_SPEC_FIELDS) & set(schema.SPEC["properties"])
 
 
 def test_defaulted_spec_ignores_crossplane_fields_too():
@@ -321,26 +323,58 @@ def test_a_warning_is_not_given_for_a_refused_pin():
     assert validation.errors and validation.warnings == []
 
 
-def test_https_listener_messages_in_full():
+def rules_of(*path: str) -> dict[str, dict]:
+    """The CEL rules of a field of the spec's schema (``"gateway", "hostname"``), by message."""
+    node = schema.SPEC
+    for name in path:
+        node = node.get("items", node)["properties"][name]
+    return {rule["message"]: rule for rule in node["x-kubernetes-validations"]}
+
+
+def test_a_rule_on_a_list_is_reported_at_its_field_path_with_its_message():
     document = edit(load_example(), "spec.gateway.hostname", "gw.example.com")
     document = edit(document, "spec.gateway.listeners", [HTTP, {"name": "https", "port": 443, "protocol": "HTTP"}])
-    taken = ("is taken by the HTTPS listener (https, port 443) the envoy_gateway role adds to the Gateway when "
-             "spec.gateway.hostname is set")
-    assert messages(spec.validate(document)) == [
-        f'spec.gateway.listeners[1].name: "https" {taken}; rename this listener',
-        f"spec.gateway.listeners[1].port: 443 {taken}; move this listener to another port",
-    ]
-    # Reported with every other problem, before anything else runs.
+    [(message, rule)] = rules_of("gateway").items()
+    assert rule["fieldPath"] == ".listeners"
+    assert messages(spec.validate(document)) == [f"spec.gateway.listeners: {message}"]
+    # Reported with every other problem, all at once.
     document = edit(document, "spec.stack", "Dynamic")
-    assert len(spec.validate(document).errors) == 3
+    assert [problem.path for problem in spec.validate(document).errors] == ["spec.gateway.listeners", "spec.stack"]
 
 
-def test_client_ca_name_message_in_full():
+def test_a_rule_on_a_scalar_is_reported_after_the_value():
     document = edit(load_example(), "spec.gateway.clientCAs", [{"name": "g" * 241, "certificate": CERTIFICATE}])
+    message = next(message for message in rules_of("gateway", "clientCAs", "name") if "240" in message)
+    assert messages(spec.validate(document)) == [f"spec.gateway.clientCAs[0].name: {quote('g' * 241)} {message}"]
+
+
+def test_a_rule_is_not_evaluated_where_the_schema_refused_a_value():
+    document = edit(load_example(), "spec.gateway.className", "E" * 64)
     assert messages(spec.validate(document)) == [
-        f"spec.gateway.clientCAs[0].name: {quote('g' * 241)} is 241 characters long, above the maximum 240 for a "
-        "client CA: the envoy_gateway role stores it in a ConfigMap named mp-client-ca-<name>, and a ConfigMap name "
-        "is a DNS-1123 subdomain of at most 253 characters"]
+        f"spec.gateway.className: {quote('E' * 64)} is 64 characters long, above the maximum length 63"]
+
+
+def test_a_stack_rule_names_the_pin_at_its_field_path():
+    document = edit(load_example(), "spec.stack", "Dynamo")
+    document = edit(document, "spec.dynamo", {"grove": "latest", "modelExpress": "0.4"})
+    assert [problem.path for problem in spec.validate(document).errors] == ["spec.dynamo.grove",
+                                                                            "spec.dynamo.modelExpress"]
+
+
+def test_missing_python_packages_are_one_clean_problem(monkeypatch):
+    monkeypatch.setattr(structural, "missing", lambda: ["cel-python"])
+    assert messages(spec.validate(load_example())) == [
+        "(document): cannot be checked: this Python lacks cel-python (see the requirements.txt of modelplane.serving)"]
+    with pytest.raises(ValueError, match="lacks cel-python"):
+        spec.defaulted_spec({"secrets": [KUBECONFIG]})
+
+
+def test_the_defaults_alone_need_no_cel():
+    # Roles look the defaults up in fresh worker processes: cel-python's import and parser are not paid for them.
+    program = ("import sys; from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec; "
+               "assert spec.defaulted_spec()['stack'] == 'Standard'; assert 'celpy' not in sys.modules")
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=60,
+                   env=dict(os.environ, PYTHONPATH=str(REPO / ".collections")))
 
 
 def role_file(path: str) -> dict:
@@ -349,23 +383,27 @@ def role_file(path: str) -> dict:
 
 def test_the_rules_use_the_names_the_envoy_gateway_role_uses():
     defaults = role_file("defaults/main.yml")
-    assert defaults["envoy_gateway_https_listener"] == schema.HTTPS_LISTENER_NAME
-    assert int(defaults["envoy_gateway_https_port"]) == schema.HTTPS_LISTENER_PORT
-    assert role_file("vars/main.yml")["envoy_gateway_client_ca_prefix"] == schema.CLIENT_CA_CONFIGMAP_PREFIX
-    # The prefixed name of the longest valid CA name is a valid ConfigMap name.
-    longest = schema.CLIENT_CA_CONFIGMAP_PREFIX + "a" * schema.CLIENT_CA_NAME_MAX
-    assert len(longest) == schema.CONFIGMAP_NAME_MAX == 253
-    assert re.search(schema.DNS1123_SUBDOMAIN, longest)
+    [https] = rules_of("gateway").values()
+    assert f"l.name != '{defaults['envoy_gateway_https_listener']}'" in https["rule"]
+    assert f"l.port != {int(defaults['envoy_gateway_https_port'])}" in https["rule"]
+    # The longest client CA name leaves room for the prefix of the ConfigMap that stores it (at most 253).
+    prefix = role_file("vars/main.yml")["envoy_gateway_client_ca_prefix"]
+    longest = 253 - len(prefix)
+    assert any(f"size(self) <= {longest}" == rule["rule"] and prefix in message
+               for message, rule in rules_of("gateway", "clientCAs", "name").items())
+    for name, refused in (("a" * longest, False), ("a" * (longest + 1), True)):
+        document = edit(load_example(), "spec.gateway.clientCAs", [{"name": name, "certificate": CERTIFICATE}])
+        assert bool(spec.validate(document).errors) is refused
 
 
 @pytest.mark.parametrize("given,where", [
     ({"versions": {"envoyGateway": "v1.9.0"}}, r"spec\.versions\.envoyGateway: \"v1\.9\.0\" is out of range"),
     ({"gateway": {"listeners": [HTTP, dict(HTTP, name="web")]}},
-     r"spec\.gateway\.listeners\[1\]\.port: 80 is already used by spec\.gateway\.listeners\[0\]"),
+     r"spec\.gateway\.listeners: has two listeners on one port"),
     ({"gateway": {"hostname": "gw.example.com", "listeners": [dict(HTTP, port=443)]}},
-     r"spec\.gateway\.listeners\[0\]\.port: 443 is taken by the HTTPS listener"),
+     r"spec\.gateway\.listeners: has a listener named https or on port 443"),
     ({"gateway": {"clientCAs": [{"name": "g" * 241, "certificate": CERTIFICATE}]}},
-     r"spec\.gateway\.clientCAs\[0\]\.name: .* above the maximum 240"),
+     r"spec\.gateway\.clientCAs\[0\]\.name: .* is longer than 240 characters"),
     ({"stack": "Dynamo", "dynamo": {"grove": "v0.1.0-alpha.11"}}, r"spec\.dynamo\.grove: .*\(grove#753\)"),
 ])
 def test_defaulted_spec_applies_the_pin_and_listener_rules(given, where):

@@ -9,6 +9,8 @@ Everything comes from ``components.COMPONENTS``; this module only orders and res
 
 from __future__ import annotations
 
+import graphlib
+
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import (
     COMPONENTS,
     Chart,
@@ -38,29 +40,30 @@ def needs_for(component: Component, spec: dict) -> list[str]:
 
 
 def order(components: tuple[Component, ...] | list[Component]) -> list[Component]:
-    """Topological order by ``needs``, ties broken by table order.
+    """Topological order by ``needs`` (``graphlib``), ties broken by table order: of the components whose needs
+    are placed, the first in the table goes next.
 
     Raises ValueError on a need outside ``components`` or a cycle (a unit test runs this over every stack,
     so a broken table fails the tests, not a run).
     """
-    names = [component.name for component in components]
     by_name = {component.name: component for component in components}
     for component in components:
         unknown = [need for need in every_need(component) if need not in by_name]
         if unknown:
             raise ValueError(f"component {component.name} needs {', '.join(unknown)}, which is not in the plan")
+    sorter = graphlib.TopologicalSorter({component.name: every_need(component) for component in components})
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as error:
+        raise ValueError(f"components {', '.join(dict.fromkeys(error.args[1]))} need each other (a cycle)") from None
+    rank = {name: index for index, name in enumerate(by_name)}
     placed: list[Component] = []
-    done: set[str] = set()
-    while len(placed) < len(components):
-        ready = next(
-            (name for name in names if name not in done and all(need in done for need in every_need(by_name[name]))),
-            None,
-        )
-        if ready is None:
-            stuck = [name for name in names if name not in done]
-            raise ValueError(f"components {', '.join(stuck)} need each other (a cycle)")
-        placed.append(by_name[ready])
-        done.add(ready)
+    ready: list[str] = []
+    while sorter.is_active():
+        ready = sorted([*ready, *sorter.get_ready()], key=rank.__getitem__)
+        name = ready.pop(0)
+        placed.append(by_name[name])
+        sorter.done(name)
     return placed
 
 
