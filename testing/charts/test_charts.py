@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python -m pytest testing/charts -p no:xdist -q``. The values each chart is rendered with are the
 collection's own: ``roles/<role>/templates/values.yaml.j2``, keyed by chart (``roles/component`` merges the user's
-empty-by-default ``component_values`` over them and hands them to ``roles/helm_release``), with the releases
+empty-by-default ``component_values`` over them and hands them to ``kubernetes.core.helm``), with the releases
 (``mp-<chart>``) and namespaces of the components table. Everything skips, with that reason, only when
 ``<repo>/../shared/upstream`` is absent.
 """

@@ -77,7 +77,7 @@ def _helm(handle: ClusterHandle, *args: str, check: bool = True) -> subprocess.C
 def _install(
     handle: ClusterHandle, repo: Any, chart: Any, *extra: str, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    """``helm install --wait`` of the built chart archive, as roles/helm_release does it."""
+    """``helm install --wait`` of the built chart archive, as roles/component does it (kubernetes.core.helm)."""
     values = handle.workdir / f"values-{chart.name}.yaml"
     values.write_text(yaml.safe_dump(charts.collection_values(chart.name)))
     archive = repo.directory / f"{chart.name}-{_default_version(chart)}.tgz"

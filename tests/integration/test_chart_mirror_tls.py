@@ -128,15 +128,15 @@ def test_without_the_ca_helm_refuses_the_mirrors_certificate(fresh_cluster, secu
     assert PASSWORD not in result.stdout + result.stderr
 
 
-# The login tasks alone (roles/helm_release/tasks/login.yml), with no cluster: what a helm process is given.
+# The login tasks alone (roles/component/tasks/login.yml), with no cluster: what a helm process is given.
 LOGIN_PLAY = """
-- name: Log in to the chart mirror, as helm_release does before its releases reach helm.
+- name: Log in to the chart mirror, as a component does before its releases reach helm.
   hosts: localhost
   gather_facts: false
   tasks:
-    - name: Run the helm_release role's login tasks.
+    - name: Run the component role's login tasks.
       ansible.builtin.include_role:
-        name: modelplane.serving.helm_release
+        name: modelplane.serving.component
         tasks_from: login.yml
 """
 
@@ -169,12 +169,14 @@ def run_logins(work: Path, mirror: Any, helm: Path, env: dict[str, str]) -> subp
     """login.yml for every login of ``mirror``, with ``helm`` as the helm binary; its configuration in ``work``."""
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import mirror as mirrors
 
-    names = [login["name"] for login in mirrors.logins(mirrors.parse(mirror))]
+    logins = mirrors.logins(mirrors.parse(mirror))
     playbook = work / "login.yml"
     playbook.write_text(LOGIN_PLAY)
     variables = work / "vars.yml"
-    variables.write_text(yaml.safe_dump({"helm_release_chart_mirror": mirror, "helm_release_login_names": names,
-                                         "helm_release_binary": str(helm)}))
+    # What roles/component/tasks/main.yml sets: the mirror's logins, and releases whose charts use each of them.
+    variables.write_text(yaml.safe_dump({
+        "component_chart_logins": logins, "component_helm_binary": str(helm),
+        "component_releases": [{"chart_source": {"login": login["name"]}} for login in logins]}))
     helm_home = {"HELM_REPOSITORY_CONFIG": str(work / "helm" / "repositories.yaml"),
                  "HELM_REPOSITORY_CACHE": str(work / "helm" / "cache"),
                  "HELM_REGISTRY_CONFIG": str(work / "helm" / "registry.json"),

@@ -81,8 +81,8 @@ def cycle(
 ) -> None:
     """present -> present again (changed=0) -> absent [-> absent again (changed=0)], checking each state.
 
-    Roles that only hand their releases to modelplane.serving.helm_release skip the repeated teardown:
-    that is helm_release's behaviour, tested with the full stack."""
+    Roles whose teardown is only their releases' uninstall skip the repeated teardown: that is the component role's
+    behaviour, tested with the full stack."""
     playbook = one_role_playbook(tmp_path, role)
     first = ok(run(cluster, playbook, extra_vars=extra), f"{role} present")
     assert first.changed > 0, f"{role}: the first run must change something"

@@ -65,7 +65,8 @@ def test_status_lookup_defaults_match_the_names_the_roles_use():
     assert options["ca_secret_namespace"]["default"] == component("trust_manager")[0]["namespace"]
     # The servingstack role gives the lookup only what a play sets (servingstack_status_names): these defaults
     # stand for the roles' own.
-    names = yaml.safe_load((roles / "servingstack" / "vars" / "main.yml").read_text())["servingstack_status_names"]
+    [read, _show] = yaml.safe_load((roles / "servingstack" / "tasks" / "status.yml").read_text())
+    names = read["vars"]["servingstack_status_names"]
     for option, variable in {"gateway_name": "envoy_gateway_gateway_name",
                              "gateway_namespace": "envoy_gateway_gateway_namespace", "ca_name": "envoy_gateway_ca_name",
                              "ca_secret_namespace": "envoy_gateway_ca_namespace",

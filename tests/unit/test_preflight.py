@@ -284,9 +284,10 @@ def lookup(monkeypatch):
 
 
 SECRETS_PATH = "/api/v1/secrets"
+LIVE_STATES = "deployed,failed,pending-install,pending-upgrade,pending-rollback"
 CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-# Helm 3's release Secrets only, and only the deployed revisions (labels helm's storage driver sets).
-RELEASE_SECRETS = (SECRETS_PATH, {"labelSelector": "owner=helm,status=deployed",
+# Helm 3's release Secrets only, and only each release's latest revision (labels helm's storage driver sets).
+RELEASE_SECRETS = (SECRETS_PATH, {"labelSelector": f"owner=helm,status in ({LIVE_STATES})",
                                   "fieldSelector": "type=helm.sh/release.v1"})
 OWNERSHIP_READS = [RELEASE_SECRETS, (CRDS_PATH, {})]
 
@@ -424,8 +425,8 @@ def test_unreadable_release_secrets_or_crds_fail_the_lookup_naming_the_read(look
 
 
 def steps(**extra: Any) -> list[str]:
-    """The task files the servingstack role's converge takes on the target cluster (tasks/main.yml), in order: each
-    whose ``when`` holds for the role's defaults with ``extra`` over them."""
+    """The steps the servingstack role's converge takes on the target cluster (tasks/main.yml), in order: the preflight
+    lookup and the task files, each whose ``when`` holds for the role's defaults with ``extra`` over them."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
@@ -438,23 +439,25 @@ def steps(**extra: Any) -> list[str]:
     for task in target:
         when = task.get("when")
         if when is None or templar.template(trust_as_template("{{ " + when + " }}")):
-            taken.append(task.get("ansible.builtin.import_tasks") or task["ansible.builtin.include_tasks"])
+            taken.append("preflight" if "ansible.builtin.set_fact" in task else task["ansible.builtin.include_tasks"])
     return taken
 
 
 def test_a_converge_checks_the_cluster_before_it_installs_anything():
-    assert steps() == ["preflight.yml", "present.yml"]
-    assert steps(servingstack_parallel=True) == ["preflight.yml", "handoff.yml"]
+    assert steps() == ["preflight", "present_component.yml"]
+    assert steps(servingstack_parallel=True) == ["preflight", "handoff.yml"]
 
 
 def test_the_preflight_runs_on_every_converge_turned_off_or_not_and_not_on_a_teardown():
     assert steps(servingstack_state="absent") == ["absent.yml"]
     # servingstack_preflight false turns the cluster checks off; what another Helm release owns is still refused.
-    assert steps(servingstack_preflight=False) == ["preflight.yml", "present.yml"]
+    assert steps(servingstack_preflight=False) == ["preflight", "present_component.yml"]
 
 
 def test_the_preflight_task_gives_the_lookup_the_plan_adopt_the_checks_and_the_target_cluster():
-    [task] = yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text())
+    [converge] = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
+    [task] = [task for task in target if "ansible.builtin.set_fact" in task]
     call = " ".join(task["ansible.builtin.set_fact"]["servingstack_preflight_found"].split())
     assert call == ("{{ lookup('modelplane.serving.servingstack_preflight', plan=servingstack_plan, "
                     "adopt=servingstack_adopt | bool, cluster_checks=servingstack_preflight | bool, "
