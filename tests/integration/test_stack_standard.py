@@ -11,8 +11,6 @@ import time
 
 import pytest
 from stack_support import (
-    patched_objects,
-    resource_versions,
     GAIE_CRDS,
     GATEWAY_NS,
     SITE,
@@ -30,7 +28,9 @@ from stack_support import (
     listed,
     manifest,
     output,
+    patched_objects,
     releases,
+    resource_versions,
     stack_vars,
     wait_for,
     write_verbs,
