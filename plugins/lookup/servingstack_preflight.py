@@ -130,7 +130,8 @@ def _ownership_problems(client: Any, plan: list[dict[str, Any]]) -> list[str]:
     releases = [release for component in plan or [] for release in component.get("releases") or []]
     if not releases:
         return []
-    secrets = _get(client, "/api/v1/secrets", "the Helm release Secrets", labelSelector=f"owner=helm,status in ({LIVE_STATES})",
+    secrets = _get(client, "/api/v1/secrets", "the Helm release Secrets",
+                   labelSelector=f"owner=helm,status in ({LIVE_STATES})",
                    fieldSelector="type=helm.sh/release.v1").get("items") or []
     crds = _get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "the CRDs").get("items") or []
     found = ownership.foreign_releases(releases, secrets) + ownership.crd_conflicts(releases, crds)
