@@ -257,6 +257,13 @@ errors:
   sample:
     - path: spec.gateway.listeners[1].port
       message: 70000 is above the maximum 65535
+generation:
+  description:
+    - On failure, C(metadata.generation) of a ServingStack that has one (a live object, or a definition read from
+      one), so that the status saying why it was refused can name the generation it observed.
+  returned: failed, when the ServingStack has a generation
+  type: int
+  sample: 3
 """
 
 from ansible.module_utils.basic import AnsibleModule

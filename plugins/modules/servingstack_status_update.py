@@ -15,7 +15,8 @@ author:
 description:
   - Sets the status of a C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) on the management
     cluster through its C(status) subresource (C(kubernetes.core.k8s) cannot write subresources).
-  - C(status.gateway) is O(status)'s C(gateway); keys it no longer has are removed.
+  - C(status.gateway) is O(status)'s C(gateway); keys it no longer has are removed. Without O(status) it is left
+    as it is.
   - With O(components) (the plan), also C(status.components), C(status.conditions) and
     C(status.observedGeneration). C(components) has one entry per planned component, in plan order, with its
     C(name), C(ready) and C(version) (the planned version once it converged; for one that did not, the version
@@ -26,6 +27,15 @@ description:
     component with a one-line summary of its error, credentials removed. C(Ready) is the same when a component
     failed; otherwise C(True) (reason C(Available)) once the gateway has an address, else C(False) with reason
     C(GatewayAddressPending) and a message saying why, from O(gateway_object) and O(gateway_services).
+  - >-
+    With O(stopped) (a converge that stopped before its components converged), C(Ready) and C(Synced) are C(False)
+    with a reason from O(stopped_at) and the error, and O(stopped) summarised on one line, credentials removed, as
+    their message; C(status.observedGeneration) is written, C(status.components) left as it is (and
+    C(status.gateway) too, without O(status)), and O(components) and O(failed) are not used. The reasons are
+    C(InvalidSpec) (the spec module refused the ServingStack), C(CredentialsUnavailable) (the kubeconfig Secret or
+    the identity's credential is missing or unusable, or the target cluster refused them), C(ClusterUnreachable)
+    (the target's API server could not be reached, for a refused connection, DNS, TLS or a timeout),
+    C(PreflightFailed) (the preflight refused the cluster) and C(ConvergeFailed) (anything else).
   - Each condition's C(lastTransitionTime) is kept while its C(status) stays the same; C(observedGeneration) is
     O(observed_generation), the generation of the ServingStack the run read.
   - Reports a change only when the status differs. When only O(kubeconfig) and O(context) (or their
@@ -44,12 +54,12 @@ options:
     description:
       - The status to write, as the C(modelplane.serving.servingstack_status) lookup returns it
         (a C(gateway) mapping with optional C(address) and C(caCertificate)).
+      - Without it C(status.gateway) is left as it is (a converge that did not read the target cluster).
     type: dict
-    required: true
   components:
     description:
       - The install plan (as C(modelplane.serving.servingstack_spec) returns it); each entry's C(name) and
-        C(version) are used. Without it only C(status.gateway) is written.
+        C(version) are used. Without it (and without O(stopped)) only C(status.gateway) is written.
     type: list
     elements: dict
   failed:
@@ -58,6 +68,19 @@ options:
         written). Names outside O(components) are reported too.
     type: dict
     default: {}
+  stopped:
+    description:
+      - Why the converge stopped before its components converged (the failed task's message). Sets C(Ready) and
+        C(Synced) to C(False) whatever O(components) and O(failed) say.
+    type: str
+  stopped_at:
+    description:
+      - Where the converge stopped, for the conditions' reason with O(stopped). V(spec) reading the ServingStack,
+        V(credentials) making the target's kubeconfig and identity ready, V(preflight) the first calls to the
+        target cluster, V(components) later.
+    type: str
+    default: components
+    choices: [spec, credentials, preflight, components]
   observed_generation:
     description: C(metadata.generation) of the ServingStack when the run read it.
     type: int
@@ -101,17 +124,25 @@ EXAMPLES = r"""
     failed:
       cert_manager: "Error: context deadline exceeded"
     observed_generation: 3
+
+- name: Record that the target cluster could not be reached (its gateway status is left as it is).
+  modelplane.serving.servingstack_status_update:
+    name: west-gke-stack
+    namespace: platform
+    stopped: "servingstack_preflight: cannot reach the cluster at https://203.0.113.5:6443: Connection refused"
+    stopped_at: preflight
+    observed_generation: 3
 """
 
 RETURN = r"""
 gateway:
-  description: C(status.gateway) after the update.
+  description: C(status.gateway) after the update (as it was, without O(status)).
   returned: always
   type: dict
   sample: {address: 203.0.113.10}
 conditions:
   description: C(status.conditions) after the update.
-  returned: when O(components) is given
+  returned: when O(components) or O(stopped) is given
   type: list
   elements: dict
   sample:
@@ -119,13 +150,13 @@ conditions:
        observedGeneration: 3, lastTransitionTime: "2026-12-02T21:49:00Z"}
 components:
   description: C(status.components) after the update.
-  returned: when O(components) is given
+  returned: when O(components) is given without O(stopped)
   type: list
   elements: dict
   sample: [{name: cert_manager, version: v1.21.1, ready: true}]
 observed_generation:
   description: C(status.observedGeneration) after the update.
-  returned: when O(components) and O(observed_generation) are given
+  returned: when O(observed_generation) and O(components) or O(stopped) are given
   type: int
   sample: 3
 pending:

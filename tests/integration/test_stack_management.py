@@ -9,6 +9,7 @@ order."""
 from __future__ import annotations
 
 import base64
+import json
 import tempfile
 from pathlib import Path
 
@@ -180,3 +181,82 @@ def test_a_good_converge_is_ready_with_versions_and_keeps_the_transition_times(c
     assert result.rc == 0, output(result)
     assert writes == {}, writes
     assert conditions(live(management)) == conditions(doc)
+
+
+# A converge that stops before its components: Ready=False and Synced=False with the reason of where it stopped, on
+# the management cluster alone. Each test changes the live CR, converges, and puts the CR back.
+def patch_spec(management, patch: dict) -> int:
+    """Merge ``patch`` into the live CR's spec; its new generation."""
+    management.kubectl("patch", "servingstack", "west-gke-stack", "-n", "platform", "--type=merge",
+                       "-p", json.dumps({"spec": patch}))
+    return live(management)["metadata"]["generation"]
+
+
+def assert_stopped(management, before: dict, generation: int, reason: str) -> dict:
+    """The CR's Ready and Synced are False with ``reason``, one message line, at ``generation``; the gateway and the
+    components stay as ``before`` had them (nothing of the target was read). Returns the Ready condition."""
+    doc = live(management)
+    ready, synced = conditions(doc)["Ready"], conditions(doc)["Synced"]
+    assert (ready["status"], ready["reason"]) == ("False", reason), ready
+    assert {key: value for key, value in synced.items() if key != "type"} == \
+        {key: value for key, value in ready.items() if key != "type"}, (ready, synced)
+    assert ready["message"] and "\n" not in ready["message"], ready
+    assert ready["observedGeneration"] == generation == doc["status"]["observedGeneration"], doc["status"]
+    assert doc["status"]["gateway"] == before["status"]["gateway"]
+    assert doc["status"]["components"] == before["status"]["components"]
+    return ready
+
+
+def test_a_missing_kubeconfig_secret_turns_the_ready_stack_not_ready(cluster, management):
+    before = live(management)
+    assert conditions(before)["Ready"]["status"] == "True", before["status"]  # the good converge's
+    generation = patch_spec(management, {"secrets": [{"type": "Kubeconfig", "name": "west-gke-missing",
+                                                      "key": "kubeconfig"}]})
+    try:
+        result, writes, _events = converge(cluster, management)
+    finally:
+        patch_spec(management, {"secrets": before["spec"]["secrets"]})
+    assert result.rc != 0, output(result)
+    assert set(writes) == {STATUS_PATCH}, writes
+    assert result.requests.get("total", 0) == 0, result.requests  # the target was never called
+    ready = assert_stopped(management, before, generation, "CredentialsUnavailable")
+    assert ready["message"] == ("spec.secrets[0]: Secret platform/west-gke-missing was not found on the management "
+                                "cluster"), ready
+    assert ready["lastTransitionTime"] != conditions(before)["Ready"]["lastTransitionTime"]
+
+
+def test_an_invalid_live_spec_is_recorded_on_the_cr(cluster, management):
+    before = live(management)
+    bogus = "-----BEGIN CERTIFICATE-----\nQUJDRA==\n-----END CERTIFICATE-----\n"
+    generation = patch_spec(management, {"gateway": {"clientCAs": [{"name": "bogus", "certificate": bogus}]}})
+    try:
+        result, writes, _events = converge(cluster, management)
+    finally:
+        patch_spec(management, {"gateway": {"clientCAs": None}})
+    assert result.rc != 0, output(result)
+    assert set(writes) == {STATUS_PATCH}, writes
+    assert result.requests.get("total", 0) == 0, result.requests
+    ready = assert_stopped(management, before, generation, "InvalidSpec")
+    assert ready["message"] == ("invalid ServingStack: - spec.gateway.clientCAs[0].certificate: a CERTIFICATE block "
+                                "does not parse as an X.509 certificate (the value is not shown)"), ready
+
+
+def test_a_stack_whose_cluster_is_down_is_not_ready(cluster, management, fresh_cluster):
+    before = live(management)
+    kubeconfig = base64.b64encode(Path(fresh_cluster.kubeconfig).read_bytes()).decode()
+    management.kubectl("apply", "-f", "-", input=yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "west-gke-down", "namespace": "platform"},
+         "type": "Opaque", "data": {"kubeconfig": kubeconfig}}))
+    generation = patch_spec(management, {"secrets": [{"type": "Kubeconfig", "name": "west-gke-down",
+                                                      "key": "kubeconfig"}]})
+    fresh_cluster.stop_apiserver()
+    try:
+        result, writes, _events = converge(cluster, management)
+    finally:
+        patch_spec(management, {"secrets": before["spec"]["secrets"]})
+    assert result.rc != 0, output(result)
+    assert set(writes) == {STATUS_PATCH}, writes
+    ready = assert_stopped(management, before, generation, "ClusterUnreachable")
+    assert fresh_cluster.url in ready["message"] and "Connection refused" in ready["message"], ready
+    # The run fails with the same error, once.
+    assert "Connection refused" in " ".join(result.stdout.split()), output(result)

@@ -158,3 +158,84 @@ def test_a_gateway_key_no_longer_wanted_is_removed_and_others_left_alone():
     current = {"gateway": {"address": "203.0.113.10", "caCertificate": "x"}, "note": "someone else's"}
     _update, patch = status.status_update(current, {**PARAMS, "components": None}, NOW)
     assert patch == {"gateway": {"caCertificate": None}}
+
+
+# A converge that stopped before its components: where it stopped and its error give the reason.
+@pytest.mark.parametrize(("stopped_at", "message", "reason"), [
+    ("spec", "invalid ServingStack: - spec.gateway.clientCAs[0].certificate: does not parse", "InvalidSpec"),
+    ("spec", "cannot read ServingStack platform/x: it does not exist on the management cluster", "ConvergeFailed"),
+    ("spec", "servingstack_chart_mirror.url: must be an https:// or oci:// URL", "ConvergeFailed"),
+    ("credentials", "spec.secrets[0]: Secret platform/nope was not found on the management cluster",
+     "CredentialsUnavailable"),
+    ("credentials", "GoogleApplicationCredentials: the token endpoint refused the key: 400 invalid_grant",
+     "CredentialsUnavailable"),
+    ("credentials", "cannot read the Secrets platform/kc: Connection refused", "CredentialsUnavailable"),
+    ("preflight", "servingstack_preflight: cannot reach the cluster at https://127.0.0.1:41003: Connection refused",
+     "ClusterUnreachable"),
+    ("preflight", "servingstack_preflight: cannot reach the cluster at https://west.invalid:443: "
+                  "Name or service not known", "ClusterUnreachable"),
+    ("preflight", "servingstack_preflight: cannot reach the cluster at https://10.0.0.1:443: MaxRetryError("
+                  "\"... [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate\")",
+     "ClusterUnreachable"),
+    ("preflight", "servingstack_preflight: reading the cluster's version (/version) failed: ConnectTimeoutError "
+                  "timed out", "ClusterUnreachable"),
+    ("preflight", "servingstack_preflight: cannot reach the cluster at https://127.0.0.1:41003: 401 Unauthorized",
+     "CredentialsUnavailable"),
+    ("preflight", "servingstack_preflight: cannot load the kubeconfig: exec: process returned 1. token refused",
+     "CredentialsUnavailable"),
+    ("preflight", "Kubernetes v1.27.3 is older than v1.29, the oldest the pinned charts support: upgrade the cluster",
+     "PreflightFailed"),
+    ("preflight", "the cluster does not serve resource.k8s.io (DRA), which the NVIDIA DRA driver needs",
+     "PreflightFailed"),
+    ("components", "cannot reach the cluster at https://127.0.0.1:41003: Connection refused", "ClusterUnreachable"),
+    ("components", "the lanes could not be handed out", "ConvergeFailed"),
+])
+def test_a_stopped_converge_gets_the_reason_of_where_and_why_it_stopped(stopped_at, message, reason):
+    assert status.stopped_reason(stopped_at, message) == reason
+
+
+def test_the_invalid_spec_reason_follows_the_spec_modules_message():
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome
+
+    assert outcome.PREFIX == status.INVALID_SPEC
+    assert tuple(status.UPDATE_OPTIONS["stopped_at"]["choices"]) == status.STOPPED_AT
+
+
+def test_a_stopped_converge_is_not_ready_nor_synced_with_a_one_line_message_without_credentials():
+    message = ("spec.secrets[1]: the GoogleApplicationCredentials key was refused: token=abc123def\n"
+               "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----")
+    found = by_type(status.stopped_conditions("credentials", message))
+    assert found["Ready"] == {**found["Synced"], "type": "Ready"}
+    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "CredentialsUnavailable")
+    assert found["Ready"]["message"] == ("spec.secrets[1]: the GoogleApplicationCredentials key was refused: "
+                                         "token=<redacted>")
+
+
+def test_a_stopped_converge_writes_its_conditions_and_generation_and_leaves_the_rest():
+    ready = status.merge_conditions(None, status.wanted_conditions(PLAN, {}, "203.0.113.10", ""), 3, NOW)
+    current = {"gateway": {"address": "203.0.113.10"}, "conditions": ready, "observedGeneration": 3,
+               "components": [{"name": "cert_manager", "version": "v1.21.1", "ready": True}]}
+    params = {"status": None, "components": None, "failed": {}, "observed_generation": 4,
+              "gateway_object": None, "gateway_services": [],
+              "stopped": "servingstack_preflight: cannot reach the cluster at https://127.0.0.1:1: Connection refused",
+              "stopped_at": "preflight"}
+    update, patch = status.status_update(current, params, LATER)
+    assert set(patch) == {"conditions", "observedGeneration"}, patch  # no gateway, no components
+    assert patch["observedGeneration"] == 4 and update["gateway"] == {"address": "203.0.113.10"}
+    found = by_type(patch["conditions"])
+    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "ClusterUnreachable")
+    assert found["Ready"]["message"] == params["stopped"]
+    assert found["Ready"]["lastTransitionTime"] == LATER and found["Ready"]["observedGeneration"] == 4
+    # The plan and the components' failures do not matter once the converge stopped; again, nothing changes.
+    again, nothing = status.status_update({**current, **patch}, {**params, "components": PLAN}, LATER)
+    assert nothing == {} and again["changed"] is False
+
+
+def test_a_refused_live_spec_names_its_generation():
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome
+
+    refused = outcome.outcome({"apiVersion": "infrastructure.modelplane.ai/v1alpha1", "kind": "ServingStack",
+                               "metadata": {"name": "x", "namespace": "platform", "generation": 7},
+                               "spec": {"stack": "Nope"}}, [])
+    assert refused["failed"] is True and refused["generation"] == 7
+    assert "generation" not in outcome.outcome({"kind": "ServingStack", "spec": {}}, [])

@@ -30,9 +30,12 @@ def outcome(document: object, problems: list[Problem]) -> dict[str, Any]:
     warnings = [f"{item['path']}: {quote(item['value'])} is ignored ({item['reason']})" for item in validation.ignored]
     warnings += [str(problem) for problem in validation.warnings]
     if validation.errors:
-        return {"failed": True, "msg": failure_message(validation.errors),
-                "errors": [problem.as_dict() for problem in validation.errors], "ignored": validation.ignored,
-                "warnings": warnings}
+        refused = {"failed": True, "msg": failure_message(validation.errors),
+                   "errors": [problem.as_dict() for problem in validation.errors], "ignored": validation.ignored,
+                   "warnings": warnings}
+        # A live ServingStack's generation, for the status that says why it was refused.
+        generation = ((document.get("metadata") if isinstance(document, dict) else None) or {}).get("generation")
+        return {**refused, "generation": generation} if isinstance(generation, int) else refused
     manifest = validation.manifest
     components = plan.build_plan(manifest["spec"])
     return {"changed": False, "servingstack": manifest, "plan": components, "lanes": schedule.lanes(components),

@@ -216,6 +216,48 @@ def wanted_conditions(plan: list[dict[str, Any]], failed: dict[str, str], addres
     return [ready, synced]
 
 
+# Where a converge can stop before its components converge (the servingstack role's servingstack_stopped_at), in
+# order: reading the spec; making the target's credentials ready (its kubeconfig Secret, the cloud identity's token,
+# the connection options); the preflight, the first call to the target; the rest (outside any one component).
+STOPPED_AT = ("spec", "credentials", "preflight", "components")
+# The spec module's message when it refuses a ServingStack (outcome.PREFIX).
+INVALID_SPEC = "invalid ServingStack:"
+# The target refused the credentials (401, or 403 to the converge's identity), or the client could not use them
+# (a kubeconfig that does not load, an exec credential plugin that failed).
+_REFUSED = re.compile(r"\b(?:Unauthorized|Forbidden)\b|cannot load the kubeconfig|\bexec(?: plugin)?:", re.I)
+# The target's API server did not answer: connection refused or reset, DNS, TLS, a timeout.
+_UNREACHABLE = re.compile(
+    r"cannot reach the cluster|Connection (?:refused|reset|aborted)|Remote end closed|No route to host|"
+    r"Network is unreachable|Name or service not known|nodename nor servname|name resolution|Failed to resolve|"
+    r"No address associated|getaddrinfo|\bSSL|certificate verify failed|timed out|Max retries exceeded", re.I)
+
+
+def stopped_reason(stopped_at: str, message: str) -> str:
+    """The condition reason of a converge that stopped at ``stopped_at`` (one of STOPPED_AT) with ``message``.
+
+    ``InvalidSpec``: the spec module refused the ServingStack. ``CredentialsUnavailable``: the kubeconfig Secret or
+    the identity's credential is missing or unusable, or the target refused them. ``ClusterUnreachable``: the
+    target's API server could not be reached. ``PreflightFailed``: the preflight refused the cluster.
+    ``ConvergeFailed``: anything else (the live ServingStack could not be read, a wrong chart mirror setting...).
+    """
+    text = str(message or "")
+    if stopped_at == "spec":
+        return "InvalidSpec" if text.startswith(INVALID_SPEC) else "ConvergeFailed"
+    if stopped_at == "credentials" or _REFUSED.search(text):
+        return "CredentialsUnavailable"
+    if _UNREACHABLE.search(text):
+        return "ClusterUnreachable"
+    return "PreflightFailed" if stopped_at == "preflight" else "ConvergeFailed"
+
+
+def stopped_conditions(stopped_at: str, message: str) -> list[dict[str, str]]:
+    """``Ready`` and ``Synced``, both ``False`` with the reason (``stopped_reason``) and ``message`` summarised on
+    one line without credentials (``error_summary``)."""
+    synced = {"type": SYNCED, "status": "False", "reason": stopped_reason(stopped_at, message),
+              "message": error_summary(message)}
+    return [{**synced, "type": READY}, synced]
+
+
 def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[str, str]], generation: int | None,
                      now: str) -> list[dict[str, Any]]:
     """``wanted`` with ``observedGeneration`` and ``lastTransitionTime``: kept from ``previous`` while the
@@ -289,9 +331,11 @@ def task_error(message: object) -> str:
 UPDATE_OPTIONS: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "namespace": {"type": "str", "required": True},
-    "status": {"type": "dict", "required": True},
+    "status": {"type": "dict"},
     "components": {"type": "list", "elements": "dict"},
     "failed": {"type": "dict", "default": {}},
+    "stopped": {"type": "str"},
+    "stopped_at": {"type": "str", "default": "components", "choices": list(STOPPED_AT)},
     "observed_generation": {"type": "int"},
     "gateway_object": {"type": "dict"},
     "gateway_services": {"type": "list", "elements": "dict", "default": []},
@@ -311,17 +355,28 @@ def gateway_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, 
 
 
 def wanted_status(current: dict[str, Any], params: dict[str, Any], now: str) -> dict[str, Any]:
-    """The status keys servingstack_status_update owns, as they should be (``gateway`` always; the rest with
-    ``components``), from the status ``current`` and the module's ``params``; ``now`` for a condition's
-    transition time."""
-    gateway = dict((params["status"] or {}).get("gateway") or {})
-    wanted: dict[str, Any] = {"gateway": gateway}
+    """The status keys servingstack_status_update owns, as they should be, from the status ``current`` and the
+    module's ``params``; ``now`` for a condition's transition time. ``gateway`` with ``status``; with ``stopped``
+    (a converge that stopped before its components) the conditions and ``observedGeneration`` only; else, with
+    ``components``, the conditions, ``components`` and ``observedGeneration``. A key left out is left as it is."""
+    wanted: dict[str, Any] = {}
+    if params["status"] is not None:
+        wanted["gateway"] = dict(params["status"].get("gateway") or {})
+    generation = params["observed_generation"]
+    if params.get("stopped"):
+        # Stopped before its components: nothing of the target was read, status.components stays as it is.
+        wanted["conditions"] = merge_conditions(
+            current.get("conditions"), stopped_conditions(params.get("stopped_at") or "components", params["stopped"]),
+            generation, now)
+        if generation is not None:
+            wanted["observedGeneration"] = generation
+        return wanted
     if params["components"] is None:
         return wanted
+    gateway = wanted.get("gateway") or {}
     failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
     address = gateway.get("address")
     pending = "" if address else address_pending(params["gateway_object"], params["gateway_services"] or [])
-    generation = params["observed_generation"]
     wanted["conditions"] = merge_conditions(
         current.get("conditions"), wanted_conditions(params["components"], failed, address, pending), generation, now)
     wanted["components"] = components_status(params["components"], failed, current.get("components"))
@@ -337,11 +392,11 @@ def status_update(current_status: dict[str, Any], params: dict[str, Any], now: s
     wanted = wanted_status(current_status, params, now)
     pending = wanted.pop("pending", None)
     patch: dict[str, Any] = {}
-    gateway = gateway_patch(dict(current_status.get("gateway") or {}), wanted["gateway"])
+    gateway = gateway_patch(dict(current_status.get("gateway") or {}), wanted["gateway"]) if "gateway" in wanted else {}
     if gateway:
         patch["gateway"] = gateway
     patch.update({key: value for key, value in wanted.items() if key != "gateway" and current_status.get(key) != value})
-    result: dict[str, Any] = {"changed": bool(patch), **wanted}
+    result: dict[str, Any] = {"changed": bool(patch), "gateway": dict(current_status.get("gateway") or {}), **wanted}
     if pending is not None:
         result["pending"] = pending
     if "observedGeneration" in result:
