@@ -4,14 +4,16 @@ playbooks/site.yml converges the fleet with forks=10, fresh and then as a no-op 
 median taken), against the same for one cluster of the fleet, in the same run (workloads ready after READY_AFTER
 seconds, as in test_bench_stack.py).
 
-Issue 12's targets: a no-op of a fleet of 20 <= 5x one cluster's no-op; a fresh fleet of 20 <= 4x one cluster's
-fresh converge. API requests and helm processes per cluster are printed (run with -s), and two floors of the fresh
-fleet, each as a ratio to one cluster's measured fresh converge and to its critical-path floor:
+Issue 23's target: the CPU a fleet's run uses per cluster <= CPU_TARGET x one cluster's, fresh and no-op (asserted):
+the CPU seconds (user + system) of the ansible-playbook run and everything it waited for (its workers, the modules,
+helm), from getrusage(RUSAGE_CHILDREN); the clusters' own processes are not counted. Issue 12's latency targets are
+withdrawn: the fleet's time over one cluster's is printed, not asserted. Printed too (run with -s): API requests and
+helm processes per cluster, and two floors of the fresh fleet, each as a ratio to one cluster's measured fresh
+converge and to its critical-path floor:
 - the fork floor: kubernetes.core.helm refuses async, so every helm --wait holds one of the `forks` workers for the
   readiness delay; the fleet's helm waits (clusters x the plan's releases x READY_AFTER) / forks is a floor for any
   schedule of this playbook, however little CPU it uses;
-- the CPU floor: the CPU the fresh fleet's converge used (Ansible, modules and helm; not the clusters' own)
-  / this machine's cores.
+- the CPU floor: the CPU the fresh fleet's converge used / this machine's cores.
 Each run's peak memory is printed too (README "Sizing a fleet for AWX" reads it): the proportional set size (PSS) of
 its whole process tree (Ansible's main process, its workers, the modules and helm), and the resident set (RSS) and
 CPU of Ansible's main process alone, sampled from /proc (Linux) every MEMORY_EVERY seconds. The main process's memory
@@ -40,34 +42,22 @@ pytestmark = [
     pytest.mark.skipif(not UPSTREAM.is_dir(), reason="needs ../shared/upstream (the test charts' data and the CRDs)"),
 ]
 
-FLEET_SIZE = int(os.environ.get("FLEET_SIZE", "20"))
+FLEET_SIZE = int(os.environ.get("FLEET_SIZE", "10"))
 FORKS = 10
 READY_AFTER = 10.0
 # No-op re-runs of one cluster and of the fleet, in turn; their medians are compared.
 NOOP_RUNS = 3
-# Issue 12's targets, asserted as given. Measured at 20 on 2 cores: at cff5235 no-op 13.45x, fresh 11.1x; at 0d43199
-# (the converge record: a no-op skips the components) no-op 41.1 s vs 4.9 s = 8.36x, fresh 609 s vs 59 s = 10.3x, with
-# the same API requests and helm processes per cluster as one cluster alone; at 46b5f58 (secrets, status and
-# kubeconfig on the controller) no-op 20.1 s vs 2.5 s = 8.13x (both halved), fresh 565 s vs 55 s = 10.2x; at 5c9d33b
-# (internal_poll_interval 0.01, the retired API stand-in's release cache, GOGC=400 for helm) no-op 20.0 s vs 2.7 s =
-# 7.39x, fresh
-# 547 s vs 57 s = 9.62x, the fresh fleet using 843 CPU-s (422 s on 2 cores, 7.4x one cluster's fresh converge); with
-# 24 tasks per host in a no-op instead of 35 (imports instead of includes, fewer set_facts; on a faster machine, the
-# same Python loop 1.42 s instead of 2.14 s) no-op 8.3 s vs 1.5 s = 5.51x (medians of 3, the loop at 1.60 s: 5.69x),
-# fresh 422 s vs 47.5 s = 8.90x, the fresh fleet's CPU floor 512 CPU-s / 2 cores = 5.40x and its fork floor 3.79x.
-# A no-op is CPU-bound (Ansible's main process forks a worker per host and task); a fresh fleet is bound below by its
-# CPU, above 4x on 2 cores, so NOT met here; see the issue's notes.
-NOOP_TARGET = 5.0
-FRESH_TARGET = 4.0
+# Issue 23: a fleet's CPU per cluster at most this times one cluster's (what Ansible spends on the fleet's size).
+CPU_TARGET = 1.2
 # How often the memory sampler reads /proc: a worker lives for a task (tens of ms and up), the main process a run.
 MEMORY_EVERY = 0.25
 
 
 def cpu_seconds() -> float:
-    """CPU used so far by this process and its waited-for children (Ansible, its modules, helm); the clusters' own
-    processes are not counted."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    """CPU (user + system) used so far by this process's waited-for children: ansible-playbook runs and what they
+    waited for (workers, modules, helm). The clusters, still running, are not counted, nor this process."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
 
 
 def parents() -> dict[int, int]:
@@ -117,14 +107,13 @@ def proc_cpu(pid: int) -> float:
 class PlaybookMemory(threading.Thread):
     """Samples, until stopped, the ansible-playbook processes this test starts (its children whose command line names
     ansible-playbook; the clusters are children too, and left out): the peak PSS of each one's whole tree, the peak
-    RSS of the main process, and the main process's CPU seconds as last seen. ``own_cpu``: this thread's CPU, which
-    cpu_seconds() counts and the caller takes off."""
+    RSS of the main process, and the main process's CPU seconds as last seen."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.stopped = threading.Event()
         self.tree_kib = self.main_kib = 0
-        self.main_cpu = self.own_cpu = 0.0
+        self.main_cpu = 0.0
 
     def run(self) -> None:
         me = os.getpid()
@@ -141,7 +130,6 @@ class PlaybookMemory(threading.Thread):
                 self.tree_kib = max(self.tree_kib, tree)
                 self.main_kib = max(self.main_kib, proc_kib(pid, "status", "VmRSS"))
                 self.main_cpu = max(self.main_cpu, proc_cpu(pid))
-        self.own_cpu = time.thread_time()
 
 
 def converge(management, workloads, inventory, hosts: str, spy: dict[str, str]):
@@ -154,7 +142,7 @@ def converge(management, workloads, inventory, hosts: str, spy: dict[str, str]):
                                                  "servingstack_hosts": hosts})
     memory.stopped.set()
     memory.join()
-    return time.perf_counter() - start, cpu_seconds() - cpu - memory.own_cpu, result, memory
+    return time.perf_counter() - start, cpu_seconds() - cpu, result, memory
 
 
 def fresh_floors(one_fresh_s: float, fleet_fresh_cpu: float) -> str:
@@ -188,6 +176,9 @@ def per_cluster_memory(measured: dict[tuple[str, ...], list[float]]) -> str:
 
 
 def test_bench_fleet(tmp_path_factory):
+    def median(label: str, run: str, key: str) -> float:
+        return statistics.median(measured[label, run, key])
+
     names = [f"cluster-{index:02d}" for index in range(FLEET_SIZE + 1)]
     one = names[0]
     workdir = tmp_path_factory.mktemp("fleet-bench")
@@ -195,8 +186,8 @@ def test_bench_fleet(tmp_path_factory):
         spy_log = workdir / "helm.log"
         spy = management.helm_spy(spy_log)
         measured: dict[tuple[str, ...], list[float]] = {}
-        # A fresh converge of each, then the no-op re-runs, one and fleet in turn: a no-op is short (one cluster's
-        # about 1.5 s), so each is run NOOP_RUNS times and the medians compared.
+        # A fresh converge of each, then the no-op re-runs, one and fleet in turn: a no-op is short and CPU-bound,
+        # so each is run NOOP_RUNS times and the medians compared.
         order = [("one", "fresh"), ("fleet", "fresh")] + [("one", "no-op"), ("fleet", "no-op")] * NOOP_RUNS
         for label, run in order:
             hosts = f"fleet/{one}" if label == "one" else "servingstacks:!fleet/" + one
@@ -208,7 +199,7 @@ def test_bench_fleet(tmp_path_factory):
                 assert result.changed == 0, result.stdout[-4000:]
             clusters = 1 if label == "one" else FLEET_SIZE
             requests = sum(workloads[name].requests_since(marks[name]).get("total", 0) for name in names)
-            measured.setdefault((label, run), []).append(seconds)
+            measured.setdefault((label, run, "time"), []).append(seconds)
             measured.setdefault((label, run, "cpu"), []).append(cpu)
             for key, value in (("tree", memory.tree_kib / 1024), ("main", memory.main_kib / 1024),
                                ("main cpu", memory.main_cpu)):
@@ -221,11 +212,13 @@ def test_bench_fleet(tmp_path_factory):
                   f"peak memory {memory.tree_kib / 1024:.0f} MiB (PSS of the run's processes), "
                   f"main process {memory.main_kib / 1024:.0f} MiB (RSS)")
         assert all(len(releases(workloads[name])) == 9 for name in names)
-    noop_ratio = statistics.median(measured["fleet", "no-op"]) / statistics.median(measured["one", "no-op"])
-    fresh_ratio = measured["fleet", "fresh"][0] / measured["one", "fresh"][0]
-    print(f"fleet of {FLEET_SIZE} with forks={FORKS} vs one cluster: no-op {noop_ratio:.2f}x "
-          f"(target <= {NOOP_TARGET}x), fresh {fresh_ratio:.2f}x (target <= {FRESH_TARGET}x)")
-    print(fresh_floors(measured["one", "fresh"][0], measured["fleet", "fresh", "cpu"][0]))
+    cpu_ratios = {}
+    for run in ("fresh", "no-op"):
+        per_cluster = median("fleet", run, "cpu") / FLEET_SIZE
+        cpu_ratios[run] = per_cluster / median("one", run, "cpu")
+        print(f"fleet of {FLEET_SIZE} with forks={FORKS} vs one cluster, {run}: CPU per cluster {per_cluster:.1f}s vs "
+              f"{median('one', run, 'cpu'):.1f}s = {cpu_ratios[run]:.2f}x (target <= {CPU_TARGET}x); time "
+              f"{median('fleet', run, 'time') / median('one', run, 'time'):.2f}x one cluster's (not bounded)")
+    print(fresh_floors(measured["one", "fresh", "time"][0], measured["fleet", "fresh", "cpu"][0]))
     print(per_cluster_memory(measured))
-    assert noop_ratio <= NOOP_TARGET
-    assert fresh_ratio <= FRESH_TARGET
+    assert all(ratio <= CPU_TARGET for ratio in cpu_ratios.values()), cpu_ratios
