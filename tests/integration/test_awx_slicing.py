@@ -78,8 +78,8 @@ def slice_inventory(exported: dict[str, Any], number: int, count: int) -> dict[s
     everyone = set(exported["_meta"]["hostvars"]) | {host for group in exported.values()
                                                      if isinstance(group, dict) for host in group.get("hosts", [])}
     chosen = sliced_hosts(list(everyone), number, count)
-    data: dict[str, Any] = {"_meta": {"hostvars": {host: exported["_meta"]["hostvars"].get(host, {})
-                                                    for host in chosen}}}
+    hostvars = {host: exported["_meta"]["hostvars"].get(host, {}) for host in chosen}
+    data: dict[str, Any] = {"_meta": {"hostvars": hostvars}}
     grouped: set[str] = set()
     for name, group in groups.items():
         entry = {key: group[key] for key in ("children", "vars") if group.get(key)}

@@ -265,8 +265,8 @@ def test_an_endpoint_the_ca_file_does_not_vouch_for_is_refused_before_any_reques
 
 
 @pytest.mark.parametrize("kind", ["google", "aws", "nebius"])
-def test_without_a_ca_file_the_system_trust_store_is_used_as_ssl_cert_file_sets_it(fake_clouds, rsa_key, kind,
-                                                                                    monkeypatch):
+def test_without_a_ca_file_the_system_trust_store_is_used_as_ssl_cert_file_sets_it(
+        fake_clouds, rsa_key, kind, monkeypatch):
     register(fake_clouds, rsa_key)
     identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
     validated = cc.validate(identity_type, credential, WHERE)

@@ -385,8 +385,8 @@ def test_the_module_enforces_what_the_crd_says(monkeypatch):
                                        listeners=[{"name": "web", "port": 8080, "protocol": "HTTP"}])
     try:
         spec._spec_checker.cache_clear()
-        assert [problem.path for problem in spec.validate(document).errors] == ["spec.gateway.className",
-                                                                               "spec.gateway.listeners"]
+        paths = [problem.path for problem in spec.validate(document).errors]
+        assert paths == ["spec.gateway.className", "spec.gateway.listeners"]
         monkeypatch.undo()
         spec._spec_checker.cache_clear()
         assert spec.validate(document).errors == []

@@ -377,7 +377,7 @@ def test_a_users_release_of_a_planned_chart_and_a_crd_another_release_owns_are_r
 
 def test_ownership_problems_come_after_the_clusters_when_told_not_to_refuse(lookup):
     fake = cluster("v1.31.4", NO_DRA, [CLOUD_NODE], [release_secret("cm", "tools", "cert-manager")])
-    found, _ = lookup(fake, plan=STANDARD, refuse=False)
+    found, _reads = lookup(fake, plan=STANDARD, refuse=False)
     assert [problem[:33] for problem in found["problems"]] == [
         "cluster kubernetes v1.31.4 is old", "cluster serves no resource.k8s.io", "Helm release tools/cm installs th"]
 
@@ -385,7 +385,7 @@ def test_ownership_problems_come_after_the_clusters_when_told_not_to_refuse(look
 def test_adopting_reads_no_release_or_crd_and_refuses_none(lookup):
     fake = cluster("v1.36.3", DRA_V1, [CLOUD_NODE], [release_secret("cm", "tools", "cert-manager")],
                    [owned_crd("bundles.trust.cert-manager.io", "trust.cert-manager.io", "user-trust", "tools")])
-    found, _ = lookup(fake, plan=STANDARD, adopt=True)
+    found, _reads = lookup(fake, plan=STANDARD, adopt=True)
     assert found["problems"] == []
     assert fake.paths == [("/version", {}), ("/apis", {}), ("/api/v1/nodes", {"limit": 100})]
 
@@ -398,7 +398,7 @@ def test_without_the_cluster_checks_only_ownership_is_read_and_refused(lookup):
     foreign = cluster("v1.31.4", NO_DRA, [BARE_NODE], [release_secret("cm", "tools", "cert-manager")])
     with pytest.raises(AnsibleLookupError, match=r"^Helm release tools/cm installs the chart cert-manager too"):
         lookup(foreign, plan=STANDARD, cluster_checks=False)
-    found, _ = lookup(foreign, plan=STANDARD, cluster_checks=False, refuse=False)
+    found, _reads = lookup(foreign, plan=STANDARD, cluster_checks=False, refuse=False)
     assert len(found["problems"]) == 1
     # Adopting and no cluster checks: nothing to read.
     nothing = cluster("v1.31.4", NO_DRA, [BARE_NODE])

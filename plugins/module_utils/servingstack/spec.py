@@ -304,8 +304,8 @@ def _client_cas_without_hostname(spec: dict, problems: list[Problem]) -> list[Pr
 
 def _validate(manifest: object) -> Validation:
     if not isinstance(manifest, dict):
-        return Validation(None, [Problem(DOCUMENT, mismatch(manifest, "a ServingStack manifest (a mapping with "
-                                                             "apiVersion, kind, metadata and spec)"))])
+        wanted = "a ServingStack manifest (a mapping with apiVersion, kind, metadata and spec)"
+        return Validation(None, [Problem(DOCUMENT, mismatch(manifest, wanted))])
     result, problems = _root(manifest)
     spec = result.get("spec")
     ignored: list[dict] = []
@@ -358,6 +358,6 @@ def defaulted_spec(spec: dict | None = None) -> dict:
     unavailable = _unavailable()
     result, problems = (None, [unavailable]) if unavailable else _spec(spec)
     if problems or not isinstance(result, dict):
-        raise ValueError("invalid ServingStack spec:\n" + "\n".join(f"- {problem}" for problem in
-                                                                     sorted(problems, key=sort_key)))
+        listed = "\n".join(f"- {problem}" for problem in sorted(problems, key=sort_key))
+        raise ValueError("invalid ServingStack spec:\n" + listed)
     return result
