@@ -207,17 +207,24 @@ def assert_stopped(management, before: dict, generation: int, reason: str) -> di
     return ready
 
 
-def test_a_missing_kubeconfig_secret_turns_the_ready_stack_not_ready(cluster, management):
-    before = live(management)
-    assert conditions(before)["Ready"]["status"] == "True", before["status"]  # the good converge's
-    generation = patch_spec(management, {"secrets": [{"type": "Kubeconfig", "name": "west-gke-missing",
-                                                      "key": "kubeconfig"}]})
+def failed_converge(cluster, management, change: dict, restore: dict):
+    """Patch the live CR's spec with ``change``, converge, patch ``restore`` back: the run, which must fail having
+    written nothing but the CR's status on the management cluster, and its new generation."""
+    generation = patch_spec(management, change)
     try:
         result, writes, _events = converge(cluster, management)
     finally:
-        patch_spec(management, {"secrets": before["spec"]["secrets"]})
+        patch_spec(management, restore)
     assert result.rc != 0, output(result)
     assert set(writes) == {STATUS_PATCH}, writes
+    return result, generation
+
+
+def test_a_missing_kubeconfig_secret_turns_the_ready_stack_not_ready(cluster, management):
+    before = live(management)
+    assert conditions(before)["Ready"]["status"] == "True", before["status"]  # the good converge's
+    missing = {"secrets": [{"type": "Kubeconfig", "name": "west-gke-missing", "key": "kubeconfig"}]}
+    result, generation = failed_converge(cluster, management, missing, {"secrets": before["spec"]["secrets"]})
     assert result.requests.get("total", 0) == 0, result.requests  # the target was never called
     ready = assert_stopped(management, before, generation, "CredentialsUnavailable")
     assert ready["message"] == ("spec.secrets[0]: Secret platform/west-gke-missing was not found on the management "
@@ -228,13 +235,9 @@ def test_a_missing_kubeconfig_secret_turns_the_ready_stack_not_ready(cluster, ma
 def test_an_invalid_live_spec_is_recorded_on_the_cr(cluster, management):
     before = live(management)
     bogus = "-----BEGIN CERTIFICATE-----\nQUJDRA==\n-----END CERTIFICATE-----\n"
-    generation = patch_spec(management, {"gateway": {"clientCAs": [{"name": "bogus", "certificate": bogus}]}})
-    try:
-        result, writes, _events = converge(cluster, management)
-    finally:
-        patch_spec(management, {"gateway": {"clientCAs": None}})
-    assert result.rc != 0, output(result)
-    assert set(writes) == {STATUS_PATCH}, writes
+    result, generation = failed_converge(cluster, management,
+                                         {"gateway": {"clientCAs": [{"name": "bogus", "certificate": bogus}]}},
+                                         {"gateway": {"clientCAs": None}})
     assert result.requests.get("total", 0) == 0, result.requests
     ready = assert_stopped(management, before, generation, "InvalidSpec")
     assert ready["message"] == ("invalid ServingStack: - spec.gateway.clientCAs[0].certificate: a CERTIFICATE block "
@@ -247,15 +250,9 @@ def test_a_stack_whose_cluster_is_down_is_not_ready(cluster, management, fresh_c
     management.kubectl("apply", "-f", "-", input=yaml.safe_dump(
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "west-gke-down", "namespace": "platform"},
          "type": "Opaque", "data": {"kubeconfig": kubeconfig}}))
-    generation = patch_spec(management, {"secrets": [{"type": "Kubeconfig", "name": "west-gke-down",
-                                                      "key": "kubeconfig"}]})
     fresh_cluster.stop_apiserver()
-    try:
-        result, writes, _events = converge(cluster, management)
-    finally:
-        patch_spec(management, {"secrets": before["spec"]["secrets"]})
-    assert result.rc != 0, output(result)
-    assert set(writes) == {STATUS_PATCH}, writes
+    down = {"secrets": [{"type": "Kubeconfig", "name": "west-gke-down", "key": "kubeconfig"}]}
+    result, generation = failed_converge(cluster, management, down, {"secrets": before["spec"]["secrets"]})
     ready = assert_stopped(management, before, generation, "ClusterUnreachable")
     assert fresh_cluster.url in ready["message"] and "Connection refused" in ready["message"], ready
     # The run fails with the same error, once.
