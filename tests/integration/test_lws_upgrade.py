@@ -62,7 +62,11 @@ def test_a_plain_helm_upgrade_deletes_the_crd_and_the_users_objects(fresh_cluste
     assert crd is None or crd["metadata"].get("deletionTimestamp"), crd
     wait_for(f"CRD {CRD} to go",
              lambda: get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", CRD) is None)
-    # The kind is gone from the API, and the user's object with it.
+    # The kind is gone from the API, and the user's object with it. Discovery drops the kind a moment after the CRD
+    # goes; api-resources reads it afresh (and refreshes kubectl's cache for the get below).
+    wait_for("the kind to leave discovery",
+             lambda: "leaderworkersets" not in cluster.kubectl("api-resources", "--api-group=leaderworkerset.x-k8s.io",
+                                                               "-o", "name", check=False).stdout)
     gone = cluster.kubectl("get", "leaderworkersets.leaderworkerset.x-k8s.io", "-A", "-o", "name", check=False)
     assert gone.returncode != 0 and "the server doesn't have a resource type" in gone.stderr, gone
 
