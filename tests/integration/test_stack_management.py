@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -85,12 +90,12 @@ def awx_env(management, private: Path) -> dict[str, str]:
 def converge(cluster, management, **more):
     """site.yml on the live CR (no servingstack_kubeconfig): returns the run, the management cluster's writes
     ("verb resource" -> count) and the run's requests to it (its audit log's events)."""
+    env = more.pop("env", {})
     extra = stack_vars(cluster, servingstack_name="west-gke-stack", servingstack_namespace="platform", **more)
     del extra["servingstack_definition"], extra["servingstack_kubeconfig"]
     private = Path(tempfile.mkdtemp(dir=cluster.workdir))
     mark = management.audit_mark()
-    result = cluster.run_playbook(SITE, extra_vars=extra, env={**awx_env(management, private),
-                                                               **more.pop("env", {})})
+    result = cluster.run_playbook(SITE, extra_vars=extra, env={**awx_env(management, private), **env})
     events = management.audit_events(mark)
     writes = {key: n for key, n in count_requests(events)["resources"].items() if key.split(" ")[0] in WRITE_VERBS}
     # kubernetes.core leaves its discovery cache (k8srcp-*.json) there; our private files must be gone.
@@ -207,12 +212,13 @@ def assert_stopped(management, before: dict, generation: int, reason: str) -> di
     return ready
 
 
-def failed_converge(cluster, management, change: dict, restore: dict):
-    """Patch the live CR's spec with ``change``, converge, patch ``restore`` back: the run, which must fail having
-    written nothing but the CR's status on the management cluster, and its new generation."""
+def failed_converge(cluster, management, change: dict, restore: dict, **more):
+    """Patch the live CR's spec with ``change``, converge (``more`` as converge takes it), patch ``restore`` back: the
+    run, which must fail having written nothing but the CR's status on the management cluster, and its new
+    generation."""
     generation = patch_spec(management, change)
     try:
-        result, writes, _events = converge(cluster, management)
+        result, writes, _events = converge(cluster, management, **more)
     finally:
         patch_spec(management, restore)
     assert result.rc != 0, output(result)
@@ -244,12 +250,27 @@ def test_an_invalid_live_spec_is_recorded_on_the_cr(cluster, management):
                                 "does not parse as an X.509 certificate (the value is not shown)"), ready
 
 
+def add_kubeconfig_secret(management, name: str, target) -> None:
+    """A kubeconfig Secret ``name`` in platform on the management cluster, for ``target``."""
+    kubeconfig = base64.b64encode(Path(target.kubeconfig).read_bytes()).decode()
+    management.kubectl("apply", "-f", "-", input=yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "platform"},
+         "type": "Opaque", "data": {"kubeconfig": kubeconfig}}))
+
+
+def wait_for_file(path: Path, timeout: float) -> bool:
+    """Whether ``path`` appeared within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_a_stack_whose_cluster_is_down_is_not_ready(cluster, management, fresh_cluster):
     before = live(management)
-    kubeconfig = base64.b64encode(Path(fresh_cluster.kubeconfig).read_bytes()).decode()
-    management.kubectl("apply", "-f", "-", input=yaml.safe_dump(
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "west-gke-down", "namespace": "platform"},
-         "type": "Opaque", "data": {"kubeconfig": kubeconfig}}))
+    add_kubeconfig_secret(management, "west-gke-down", fresh_cluster)
     fresh_cluster.stop_apiserver()
     down = {"secrets": [{"type": "Kubeconfig", "name": "west-gke-down", "key": "kubeconfig"}]}
     result, generation = failed_converge(cluster, management, down, {"secrets": before["spec"]["secrets"]})
@@ -257,3 +278,54 @@ def test_a_stack_whose_cluster_is_down_is_not_ready(cluster, management, fresh_c
     assert fresh_cluster.url in ready["message"] and "Connection refused" in ready["message"], ready
     # The run fails with the same error, once.
     assert "Connection refused" in " ".join(result.stdout.split()), output(result)
+
+
+# A helm that, asked to install or upgrade (kubernetes.core.helm runs `helm --version=... upgrade -i ...`), says so
+# (a file "dying" in DYING_DIR) and waits for the test to stop the cluster's API server ("dead") before it runs as
+# the real helm: the cluster dies part-way through the components.
+DYING_HELM = """#!{python}
+import os, sys, time
+if "upgrade" in sys.argv:
+    marks = os.environ["DYING_DIR"]
+    open(os.path.join(marks, "dying"), "a").close()
+    deadline = time.monotonic() + 300
+    while not os.path.exists(os.path.join(marks, "dead")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+os.execv({helm!r}, [{helm!r}, *sys.argv[1:]])
+"""
+
+
+def test_a_stack_whose_cluster_dies_during_the_components_is_not_ready(cluster, management, fresh_cluster, tmp_path):
+    before = live(management)
+    add_kubeconfig_secret(management, "west-gke-dying", fresh_cluster)
+    (tmp_path / "bin").mkdir()
+    helm = tmp_path / "bin" / "helm"
+    helm.write_text(DYING_HELM.format(python=sys.executable, helm=shutil.which("helm", path=cluster.env["PATH"])))
+    helm.chmod(0o755)
+
+    stopped_during_the_run = []
+
+    def stop_when_helm_installs() -> None:
+        if wait_for_file(tmp_path / "dying", timeout=600) and not (tmp_path / "done").exists():
+            fresh_cluster.stop_apiserver()
+            stopped_during_the_run.append(True)
+        (tmp_path / "dead").touch()
+
+    stopper = threading.Thread(target=stop_when_helm_installs)
+    stopper.start()
+    try:
+        dying = {"secrets": [{"type": "Kubeconfig", "name": "west-gke-dying", "key": "kubeconfig"}]}
+        env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{cluster.env['PATH']}", "DYING_DIR": str(tmp_path)}
+        result, generation = failed_converge(cluster, management, dying, {"secrets": before["spec"]["secrets"]},
+                                             env=env)
+    finally:
+        (tmp_path / "done").touch()
+        (tmp_path / "dying").touch()  # the stopper's wait ends either way
+        stopper.join()
+    assert stopped_during_the_run, "no helm install or upgrade ran"
+    # The preflight passed, the first release's helm found the cluster gone: the components failed, then reading the
+    # gateway's status failed, and the CR says the cluster is unreachable.
+    text = " ".join(result.stdout.split())
+    assert "Check the target cluster can take the stack" in text and "did not converge" in text, output(result)
+    ready = assert_stopped(management, before, generation, "ClusterUnreachable")
+    assert fresh_cluster.url in ready["message"] and "Connection refused" in ready["message"], ready

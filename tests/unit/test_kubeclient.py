@@ -82,6 +82,25 @@ def test_an_unreachable_cluster_is_named_with_the_socket_error():
     assert str(failed.value) == f"cannot reach the cluster at https://127.0.0.1:{port}: Connection refused"
 
 
+def test_a_cluster_that_stops_answering_after_connect_is_named_on_read():
+    """A DynamicClient made while the cluster answered (or from discovery's cache) whose discovery then fails."""
+    refused = type("MaxRetryError", (Exception,), {
+        "reason": "HTTPSConnection(host='127.0.0.1', port=6443): Failed to establish a new connection: [Errno 111] "
+                  "Connection refused"})()
+
+    class Resources:
+        def get(self, **_kwargs):
+            raise refused
+
+    client = type("DynamicClient", (), {"resources": Resources(), "client": type("ApiClient", (), {
+        "configuration": type("Configuration", (), {"host": "https://127.0.0.1:6443"})()})()})()
+    gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": {"name": "inference-gateway", "namespace": "modelplane-system"}}
+    with pytest.raises(kubeclient.KubeReadError) as failed:
+        kubeclient.read(client, gateway)
+    assert str(failed.value) == "cannot reach the cluster at https://127.0.0.1:6443: Connection refused"
+
+
 @pytest.mark.parametrize(("error", "reason"), [
     (type("ApiException", (Exception,), {"status": 401, "reason": "Unauthorized"})(), "401 Unauthorized"),
     (type("MaxRetryError", (Exception,), {

@@ -104,8 +104,12 @@ def connect(kubeconfig: str | dict[str, Any] = "", context: str = "", environ: M
     try:
         return DynamicClient(api_client)
     except Exception as error:  # discovery failed: the cluster is unreachable or refuses us
-        where = getattr(api_client.configuration, "host", "") or "?"
-        raise KubeReadError(f"cannot reach the cluster at {where}: {_reason(error)}") from None
+        raise KubeReadError(f"cannot reach the cluster at {_host(api_client)}: {_reason(error)}") from None
+
+
+def _host(api_client: Any) -> str:
+    """The API server an ApiClient talks to, for messages."""
+    return getattr(getattr(api_client, "configuration", None), "host", "") or "?"
 
 
 _KEY_FILES_WATCHED_IN: list[int] = []
@@ -204,7 +208,10 @@ def read(client: Any, ref: dict[str, Any]) -> Any:
     metadata = ref.get("metadata") or {}
     name = metadata.get("name") or ref.get("name")
     namespace = metadata.get("namespace") or ref.get("namespace")
-    resource = _resource(client, ref["apiVersion"], ref["kind"])
+    try:
+        resource = _resource(client, ref["apiVersion"], ref["kind"])
+    except Exception as error:  # discovery failed after connect(): the cluster stopped answering, or refuses us
+        raise KubeReadError(f"cannot reach the cluster at {_host(client.client)}: {_reason(error)}") from None
     if resource is None:
         return None if name else []
     if not resource.namespaced:
