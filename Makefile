@@ -16,7 +16,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 CONTROL_PLANE := testing/cluster/build
 
-.PHONY: help venv control-plane plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee crd bench-fleet
+.PHONY: help venv control-plane plan test test-helm unit lint sanity bench demo deploy clean test-charts ee-context ee bench-fleet
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -71,14 +71,6 @@ demo: $(STAMP) control-plane ## Converge examples/servingstack.yaml twice on a l
 deploy: $(STAMP) ## Converge the real cluster SPEC's secrets name (TARGET_KUBECONFIG=path targets a cluster directly).
 	$(BIN)/ansible-playbook playbooks/site.yml -e servingstack_src=$(abspath $(SPEC)) \
 	  $(if $(TARGET_KUBECONFIG),-e servingstack_kubeconfig=$(abspath $(TARGET_KUBECONFIG)))
-
-# crds/ holds the ServingStack CRD, edited by hand. A module reaches its host with its module_utils only, so the
-# servingstack_spec module reads a byte-for-byte copy kept there (tests/unit/test_crd.py fails while they differ).
-CRD := crds/servingstacks.infrastructure.modelplane.ai.yaml
-CRD_COPY := plugins/module_utils/servingstack/crd_yaml.py
-crd: ## Copy the ServingStack CRD (crds/, edited by hand) into the module's copy of it, in module_utils.
-	{ sed '/^TEXT = r"""/,$$d' $(CRD_COPY); printf '%s' 'TEXT = r"""'; cat $(CRD); echo '"""'; } > $(CRD_COPY).new
-	mv $(CRD_COPY).new $(CRD_COPY)
 
 clean: ## Remove the virtualenv, collections and caches.
 	rm -rf $(VENV) $(COLLECTIONS) .pytest_cache .ruff_cache .hypothesis build

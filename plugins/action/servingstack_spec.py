@@ -1,11 +1,11 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Action plugin for servingstack_spec: validate a file or definition on the controller.
+"""Action plugin for servingstack_spec: validate every ServingStack on the controller.
 
-Validating a ServingStack reads no cluster, so it runs in the controller's own process instead of
-shipping the module to the host (about half a second of every run). Only ``name`` (a live
-ServingStack read from the management cluster) runs the module, with the kubernetes.core options.
-The options are checked first, against the module's own argument spec.
+Validating a ServingStack reads no cluster, so it runs in the controller's own process, against the collection's
+CRD (crds/), instead of shipping the module to the host (about half a second of every run). Only ``name`` (a live
+ServingStack read from the management cluster) runs the module, with the kubernetes.core options, to read it; it
+is validated here as a file is. The options are checked first, against the module's own argument spec.
 """
 
 from __future__ import annotations
@@ -37,14 +37,18 @@ class ActionModule(ActionBase):
         # Fails the task (AnsibleActionFail) with AnsibleModule's own message for a wrong option.
         _validation, options = self.validate_argument_spec(argument_spec=spec_options.argument_spec(),
                                                            **spec_options.RULES)
-        if options["name"] is not None:
+        if options["name"] is None:
+            found = outcome(*read_document(options))
+        else:
             # The task's own arguments: the module applies its defaults and environment fallbacks on the host.
-            result.update(self._execute_module(module_name=MODULE, module_args=dict(self._task.args),
-                                               task_vars=task_vars))
-            return result
-        found = outcome(*read_document(options))
+            read = self._execute_module(module_name=MODULE, module_args=dict(self._task.args), task_vars=task_vars)
+            live = read.pop(spec_options.LIVE, None)
+            result.update(read)
+            if live is None:  # not read (no such ServingStack, no ServingStack API, no cluster): the module's failure
+                return result
+            found = outcome(live, [])
         warnings = found.pop("warnings")
         if warnings:
-            result["warnings"] = warnings
+            result["warnings"] = [*result.get("warnings", ()), *warnings]
         result.update(found)
         return result

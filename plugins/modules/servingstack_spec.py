@@ -80,18 +80,19 @@ attributes:
   action:
     support: full
     description: >-
-      An action plugin checks the options against the module's argument spec, then reads and validates O(src) and
-      O(definition) on the controller, in Ansible's own process; only O(name) runs the module, on the host.
+      An action plugin checks the options against the module's argument spec, then reads O(src) and O(definition) on
+      the controller, in Ansible's own process; only O(name) runs the module, on the host, to read the live
+      ServingStack. Every ServingStack is validated on the controller, against the collection's CRD.
 notes:
   - The checks run before any cluster is contacted; only O(name) reads from a cluster, and only the ServingStack.
   - Messages never quote certificate contents or credentials.
 requirements:
   - python >= 3.11
-  - PyYAML
-  - cryptography (parses the client CA certificates)
-  - jsonschema (checks the manifest against the CRD's schema)
-  - cel-python (evaluates the CRD's CEL rules)
-  - kubernetes >= 24.2.0 (only to read a live ServingStack with O(name))
+  - PyYAML (on the controller)
+  - cryptography (on the controller, parses the client CA certificates)
+  - jsonschema (on the controller, checks the manifest against the CRD's schema)
+  - cel-python (on the controller, evaluates the CRD's CEL rules)
+  - kubernetes >= 24.2.0 (on the host, only to read a live ServingStack with O(name))
 seealso:
   - name: ServingStack reference
     description: The contract this module implements.
@@ -271,7 +272,6 @@ from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import 
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec_options
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import outcome
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
 try:
@@ -326,12 +326,8 @@ def main() -> None:
     )
     if module.params["name"] is None:
         module.fail_json(msg=CONTROLLER_ONLY)
-    result = outcome(read_live(module, module.params["name"], module.params["namespace"]), [])
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    if result.get("failed"):
-        module.fail_json(**result)
-    module.exit_json(**result)
+    live = read_live(module, module.params["name"], module.params["namespace"])
+    module.exit_json(changed=False, **{spec_options.LIVE: live})
 
 
 if __name__ == "__main__":

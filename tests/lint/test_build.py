@@ -21,8 +21,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-# What the collection is: these folders ship whole.
-COLLECTION_FOLDERS = ("plugins", "roles", "playbooks", "meta")
+# What the collection is: these folders ship whole (crds/ too: the plugins read the ServingStack CRD from there).
+COLLECTION_FOLDERS = ("plugins", "roles", "playbooks", "meta", "crds")
 # Where the test doubles live.
 DOUBLES_FOLDERS = ("testing/cluster", "testing/doubles")
 # Names that only a test double has, wherever a copy of one might land.
@@ -74,11 +74,11 @@ def test_the_manifest_names_the_collection_of_galaxy_yml(build):
     assert listed == build.members - {"MANIFEST.json", "FILES.json"}
 
 
-def test_the_plugins_roles_playbooks_and_meta_ship_byte_for_byte(build):
+def test_the_plugins_roles_playbooks_meta_and_crds_ship_byte_for_byte(build):
     expected = _repo_files(*COLLECTION_FOLDERS)
     assert {name.split("/")[0] for name in expected} == set(COLLECTION_FOLDERS)
     for name in ("plugins/modules/servingstack_spec.py", "roles/servingstack/tasks/main.yml", "playbooks/site.yml",
-                 "meta/runtime.yml"):
+                 "meta/runtime.yml", "crds/servingstacks.infrastructure.modelplane.ai.yaml"):
         assert name in expected, name
     missing = [name for name in expected if name not in build.members]
     assert not missing, f"left out of the build: {missing}"

@@ -5,7 +5,7 @@
 - galaxy-importer (what Galaxy runs on an upload, without ansible-test) logs no ERROR;
 - the tarball installed with `ansible-galaxy collection install` into a temporary collections path, beside
   kubernetes.core and awx.awx, passes `ansible-lint --profile production` and
-  `antsibull-docs lint-collection-docs --plugin-docs`;
+  `antsibull-docs lint-collection-docs --plugin-docs`, and validates a ServingStack against its own CRD;
 - the release notes are antsibull-changelog's: fragments and changelogs/changelog.yaml lint clean, CHANGELOG.rst is
   what `antsibull-changelog generate` makes of them, and galaxy.yml's version has a release there;
 - every plugin's `version_added` names a release of the changelog or galaxy.yml's version, and the collection's
@@ -175,6 +175,18 @@ def test_antsibull_docs_lint_passes_on_the_installed_collection(installed: tuple
     result = _run([_tool("antsibull-docs"), "lint-collection-docs", "--plugin-docs", "."],
                   folder, _env(ANSIBLE_COLLECTIONS_PATH=collections_path))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_installed_collection_validates_a_servingstack_against_its_own_crd(installed, tmp_path: Path):
+    # The action plugin reads the ServingStack CRD from the collection's crds/: the installed collection has it.
+    folder, collections_path = installed
+    assert (folder / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml").is_file()
+    result = _run([_tool("ansible-playbook"), f"{COLLECTION}.plan", "-e",
+                   f"servingstack_src={REPO / 'examples' / 'dynamo.yaml'}"],
+                  tmp_path, _env(ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_HOME=str(tmp_path / "ansible")))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(Dynamo stack) installs, in order:" in result.stdout
 
 
 def test_the_tarball_ships_the_release_notes(tarball: Path):

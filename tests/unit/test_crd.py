@@ -1,4 +1,4 @@
-"""The ServingStack CRD: its file and the module's copy, its facts, every field of the reference, its CEL rules, and
+"""The ServingStack CRD: the file the collection reads, its facts, every field of the reference, its CEL rules, and
 agreement with the module.
 
 Agreement: every document of the corpus is judged by the CRD here, independently of the module's own checker: its
@@ -12,25 +12,16 @@ from __future__ import annotations
 import copy
 import functools
 import re
-import subprocess
 
 import celpy  # cel-python (requirements.txt) evaluates the CRD's CEL rules
 import pytest
 import re2
 import yaml
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import (
-    crd_yaml,
-    schema,
-    spec,
-    structural,
-    versions,
-)
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schema, spec, structural, versions
 from corpus import IGNORED, INVALID, KUBECONFIG, MODULE_ONLY, VALID
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from servingstack_docs import CRD_FILE, REPO, crd_validator, load_example, strip_nulls
-
-COPY = REPO / "plugins" / "module_utils" / "servingstack" / "crd_yaml.py"
+from servingstack_docs import CRD_FILE, crd_validator, load_example, strip_nulls
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +39,9 @@ def validator(schema_):
     return crd_validator(schema_)
 
 
-def test_the_module_reads_the_crd_file_byte_for_byte():
-    assert CRD_FILE.read_text() == crd_yaml.TEXT, "the module's copy of crds/ is stale: run make crd"
-
-
-def test_make_crd_copies_the_file_into_the_modules_copy(tmp_path):
-    stale = tmp_path / "crd_yaml.py"
-    text = COPY.read_text()
-    stale.write_text(text.replace("maxLength: 63", "maxLength: 64", 1))
-    assert stale.read_text() != text
-    # make is the project's entry point (make venv, make test): it is there wherever the tests run.
-    subprocess.run(["make", "-s", "crd", f"CRD_COPY={stale}"], cwd=REPO, check=True, capture_output=True, timeout=60)
-    assert stale.read_text() == text
+def test_the_collection_reads_the_crd_from_its_crds_folder():
+    assert schema.CRD_FILE.resolve() == CRD_FILE.resolve()
+    assert schema.definition() == yaml.safe_load(CRD_FILE.read_text())
 
 
 def test_the_names_of_the_api_are_the_crds(definition):
@@ -373,8 +355,9 @@ def test_ignored_corpus_passes_the_module_and_the_crd_without_what_it_ignores(sc
 
 def test_the_module_enforces_what_the_crd_says(monkeypatch):
     """Change the CRD and the module's verdict follows: a bound, and a CEL rule."""
-    text = crd_yaml.TEXT.replace("maxLength: 63\n                      default: envoy", "maxLength: 5\n"
-                                 "                      default: envoy").replace("l.port != 443", "l.port != 8080")
+    text = CRD_FILE.read_text().replace("maxLength: 63\n                      default: envoy",
+                                        "maxLength: 5\n                      default: envoy")
+    text = text.replace("l.port != 443", "l.port != 8080")
     assert text.count("maxLength: 5\n") == 1 and "l.port != 8080" in text
     monkeypatch.setattr(schema, "definition", lambda: yaml.safe_load(text))
     document = copy.deepcopy(load_example())

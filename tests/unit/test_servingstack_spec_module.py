@@ -1,5 +1,5 @@
-"""servingstack_spec: its action plugin (src, definition) and module (name) in process, through ansible-playbook, and
-ansible-doc."""
+"""servingstack_spec: its action plugin (which validates every source) and its module (which reads a live one, for
+name) in process, through ansible-playbook, and ansible-doc."""
 
 from __future__ import annotations
 
@@ -43,8 +43,11 @@ def run_module(args: dict, capsys, check_mode: bool = False) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def run_action(args: dict, check_mode: bool = False) -> dict:
-    """The action plugin in process, as a task runs it: every src and definition is read here, on the controller."""
+def run_action(args: dict, check_mode: bool = False, capsys=None) -> dict:
+    """The action plugin in process, as a task runs it: every src and definition is read here, on the controller.
+
+    With ``capsys``, the module it runs for ``name`` runs in process too (``run_module``), as the host would run it.
+    """
     task = Task()
     task.action = MODULE
     task.args = args
@@ -52,6 +55,8 @@ def run_action(args: dict, check_mode: bool = False) -> dict:
     play_context = PlayContext()
     action = action_loader.get(MODULE, task=task, connection=connection_loader.get("local", play_context),
                                play_context=play_context, loader=DataLoader(), templar=None, shared_loader_obj=None)
+    if capsys is not None:
+        action._execute_module = lambda module_name, module_args, task_vars: run_module(module_args, capsys)
     try:
         return action.run(task_vars={})
     except AnsibleActionFail as error:  # a wrong option: the task fails with this result
@@ -185,6 +190,17 @@ def test_the_module_leaves_src_and_definition_to_the_action_plugin(capsys):
         assert result["msg"] == servingstack_spec.CONTROLLER_ONLY
 
 
+def test_the_module_takes_no_checker_to_the_host():
+    # The module ships with the module_utils it imports: reading a live ServingStack needs neither the CRD's checker
+    # (spec, structural: jsonschema and cel-python) nor the CRD, which stays on the controller.
+    code = ("import sys; import ansible_collections.modelplane.serving.plugins.modules.servingstack_spec; "
+            "print(sorted(name.rpartition('.')[2] for name in sys.modules "
+            "if name.startswith('ansible_collections.modelplane.serving.plugins.module_utils.servingstack.')))")
+    completed = subprocess.run([sys.executable, "-c", code], env=dict(ENV, PYTHONPATH=str(REPO / ".collections")),
+                               capture_output=True, text=True, timeout=60, check=True)
+    assert completed.stdout.split("\n")[0] == "['schema', 'spec_options']"
+
+
 class FakeObject:
     def __init__(self, data: dict) -> None:
         self.data = data
@@ -225,11 +241,19 @@ def test_live_servingstack_is_read_from_the_management_cluster(capsys, fake_clus
                             managedFields=[{"manager": "kubectl"}])
     live["status"] = {"gateway": {"address": "203.0.113.7"}}
     fake = fake_cluster(live)
-    result = run_module({"name": "west-gke-stack", "namespace": "platform", "kubeconfig": "/dev/null"}, capsys)
+    args = {"name": "west-gke-stack", "namespace": "platform", "kubeconfig": "/dev/null"}
+    # The module returns the live ServingStack as read; the action plugin validates it on the controller.
+    read = run_module(args, capsys)
     assert fake.calls == [("resource", "ServingStack", "infrastructure.modelplane.ai/v1alpha1"),
                           ("get", "servingstacks", {"name": "west-gke-stack", "namespace": "platform"})]
+    assert read[spec_options.LIVE] == live
+    assert "servingstack" not in read and "plan" not in read
+    result = run_action(args, capsys=capsys)
+    assert spec_options.LIVE not in result
+    assert result["changed"] is False and "failed" not in result
     assert result["servingstack"]["status"] == {"gateway": {"address": "203.0.113.7"}}
     assert result["servingstack"]["metadata"]["uid"] == "1234"
+    assert result["servingstack"]["spec"]["gateway"]["className"] == "envoy"
     assert len(result["plan"]) == 7
 
 
@@ -238,19 +262,28 @@ def test_live_servingstack_not_found(capsys, fake_cluster):
     from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
     fake_cluster(NotFoundError(ApiException(status=404, reason="Not Found")))
-    result = run_module({"name": "west", "namespace": "platform"}, capsys)
+    result = run_action({"name": "west", "namespace": "platform"}, capsys=capsys)
+    assert result["failed"] is True
     assert result["msg"] == "cannot read ServingStack platform/west: it does not exist on the management cluster"
+    assert "errors" not in result
     fake_cluster(ResourceNotFoundError("no ServingStack"))
-    result = run_module({"name": "west", "namespace": "platform"}, capsys)
+    result = run_action({"name": "west", "namespace": "platform"}, capsys=capsys)
     assert "has no ServingStack (infrastructure.modelplane.ai/v1alpha1) API" in result["msg"]
 
 
 def test_live_servingstack_that_is_invalid(capsys, fake_cluster):
     live = load_example()
+    live["metadata"]["generation"] = 3
     live["spec"]["versions"]["envoyGateway"] = "v1.9.1"
+    live["spec"]["dynamo"] = {"grove": "v0.1.0-alpha.12"}
     fake_cluster(live)
-    result = run_module({"name": "west-gke-stack", "namespace": "platform"}, capsys)
+    result = run_action({"name": "west-gke-stack", "namespace": "platform"}, capsys=capsys)
+    assert result["failed"] is True
     assert result["msg"].startswith("invalid ServingStack:\n- spec.versions.envoyGateway: \"v1.9.1\" is out of range")
+    assert result["errors"][0]["path"] == "spec.versions.envoyGateway"
+    assert result["generation"] == 3
+    assert result["warnings"] == ['spec.dynamo.grove: "v0.1.0-alpha.12" is ignored (stack is Standard: Dynamo-stack '
+                                  "pins are ignored)"]
 
 
 PLAYBOOK = """

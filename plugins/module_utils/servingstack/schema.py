@@ -2,17 +2,16 @@
 # Apache License 2.0 (see LICENSE)
 """The ServingStack CRD, as the collection reads it, and the names of its API.
 
-The CRD (``crds/servingstacks.infrastructure.modelplane.ai.yaml``, which the module reads from its copy in
-``crd_yaml``) is the one contract: ``spec.validate`` checks a manifest against its openAPIV3Schema, defaults and CEL
-rules. ``SPEC`` and ``STATUS`` are its schemas of spec and status. The names of the API are spelled out here as
-well (tests/unit/test_crd.py keeps them the CRD's), so that the plugins that only need them parse no YAML.
+The CRD (``crds/servingstacks.infrastructure.modelplane.ai.yaml``, read from the collection's own ``crds/``) is the
+one contract: ``spec.validate`` checks a manifest against its openAPIV3Schema, defaults and CEL rules. ``SPEC`` and
+``STATUS`` are its schemas of spec and status. The names of the API are spelled out here as well
+(tests/unit/test_crd.py keeps them the CRD's), so that the plugins that only need them parse no YAML.
 """
 
 from __future__ import annotations
 
 import functools
-
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import crd_yaml
+from pathlib import Path
 
 try:
     import yaml
@@ -25,13 +24,18 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "ServingStack"
 PLURAL = "servingstacks"
 
+# The collection's root is three folders up (plugins/module_utils/servingstack). Only the controller reads the CRD
+# (the action plugin, inventory and lookups): a module, shipped with its module_utils alone, never does.
+CRD_FILE = Path(__file__).parents[3] / "crds" / f"{PLURAL}.{GROUP}.yaml"
+
 
 @functools.cache
 def definition() -> dict:
     """The CustomResourceDefinition (raises ImportError without PyYAML)."""
     if yaml is None:
         raise ImportError("reading the ServingStack CRD needs PyYAML")
-    return yaml.load(crd_yaml.TEXT, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    with CRD_FILE.open(encoding="utf-8") as stream:
+        return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def open_api_schema() -> dict:

@@ -31,3 +31,7 @@ RULES: dict = {
     # A live ServingStack needs its namespace; a manifest names its own.
     "required_by": {"name": ("namespace",), "namespace": ("name",)},
 }
+
+# The result key the module returns a live ServingStack under, unchecked: the action plugin validates it on the
+# controller, where the CRD is, and returns what it returns for a file instead.
+LIVE = "live"
