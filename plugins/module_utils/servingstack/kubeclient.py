@@ -2,9 +2,8 @@
 # Apache License 2.0 (see LICENSE)
 """Read-only cluster access for the lookup plugins, through the ``kubernetes`` client.
 
-Lookups run on the controller inside Ansible's worker process, so every lookup task pays for its
-imports. The dynamic client's raw requests keep that to the client's core (the generated API
-classes cost several times more to import) and work the same across client versions.
+The dynamic client's raw requests need only the client's core (not its generated API classes) and work the
+same across client versions.
 """
 
 from __future__ import annotations
@@ -26,21 +25,6 @@ class Found(NamedTuple):
     served: bool  # the cluster serves the object's kind (a CRD's kind: once the CRD is installed)
     namespaced: bool
     obj: dict[str, Any] | None  # the cluster's copy; None when absent (or the kind is not served)
-
-
-def preload() -> None:
-    """Import the kubernetes client now, if it is installed (a missing client is reported by ``connect``).
-
-    Ansible's linear and free strategies load an action plugin's class in the main process, which then forks a
-    worker for every task. Importing the client there, once, lets every worker that reads the cluster (this
-    collection's action plugins and lookups) inherit it instead of importing it again: about a quarter of a
-    second of CPU per task.
-    """
-    try:
-        import kubernetes.config  # pylint: disable=unused-import
-        import kubernetes.dynamic  # noqa: F401  # pylint: disable=unused-import
-    except ImportError:
-        pass
 
 
 # The kubernetes.core connection options a read here honours exactly as the modules do.
