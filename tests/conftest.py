@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 COLLECTIONS = REPO / ".collections"
 SHARED = REPO.parent / "shared"
@@ -25,3 +27,32 @@ init_plugin_loader([str(COLLECTIONS)])
 if str(REPO / "testing") not in sys.path:
     sys.path.insert(0, str(REPO / "testing"))
 from cluster.fixtures import cluster, fresh_cluster, run_playbook  # noqa: E402, F401  # pylint: disable=unused-import
+
+# What the checks of the built collection (tests/lint/test_packaging.py) concluded, one file a check, printed at the end
+# of the run so that CI's output shows each tool's own verdict, not just a passed test.
+VERDICTS = REPO / "build" / "verdicts"
+
+
+def pytest_sessionstart(session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the main process, not an xdist worker
+        for stale in VERDICTS.glob("*.txt"):
+            stale.unlink()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    verdicts = sorted(VERDICTS.glob("*.txt"))
+    if verdicts:
+        terminalreporter.section("checks of the built collection")
+        for path in verdicts:
+            terminalreporter.write_line(path.read_text().strip())
+
+
+def _record_verdict(check: str, verdict: str) -> None:
+    VERDICTS.mkdir(parents=True, exist_ok=True)
+    (VERDICTS / f"{check}.txt").write_text(f"{check}: {verdict}\n")
+
+
+@pytest.fixture
+def record_verdict():
+    """``record_verdict(check, verdict)`` keeps ``verdict`` (one line) of ``check`` for the run's summary."""
+    return _record_verdict

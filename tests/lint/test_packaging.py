@@ -131,7 +131,7 @@ def test_importer_errors_are_the_error_lines_only():
 
 
 @pytest.mark.slow
-def test_galaxy_importer_reports_no_error(tarball: Path, tmp_path: Path):
+def test_galaxy_importer_reports_no_error(tarball: Path, tmp_path: Path, record_verdict):
     (tmp_path / "galaxy-importer.cfg").write_text(
         "[galaxy-importer]\n"
         # ansible-test sanity runs apart (tests/lint/test_sanity.py); Galaxy does not run it either.
@@ -159,22 +159,31 @@ def test_galaxy_importer_reports_no_error(tarball: Path, tmp_path: Path):
     assert set(documented) == modules
     options = documented["servingstack_secrets"]["doc_strings"]["doc"]["options"]
     assert "kubeconfig" in {option["name"] for option in options}
+    warnings = [line for line in output.splitlines() if line.startswith("WARNING")]
+    record_verdict("galaxy-importer", f"{tarball.name}: 0 ERROR, {len(warnings)} WARNING lines, "
+                                      f"{len(documented)} modules documented")
 
 
 @pytest.mark.slow
-def test_ansible_lint_production_profile_passes_on_the_installed_collection(installed, tmp_path: Path):
+def test_ansible_lint_production_profile_passes_on_the_installed_collection(installed, tmp_path: Path,
+                                                                            record_verdict):
     folder, collections_path = installed
     result = _run([_tool("ansible-lint"), "--offline", "--nocolor", "--format=pep8", "--profile", "production"],
                   folder, _env(ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_HOME=str(tmp_path / "ansible")))
     assert result.returncode == 0, result.stdout + result.stderr
+    # Its last line: "Passed: 0 failure(s), 0 warning(s) in N files processed ... Profile 'production' was required".
+    last_line = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1]
+    record_verdict("ansible-lint --profile production", last_line)
 
 
 @pytest.mark.slow
-def test_antsibull_docs_lint_passes_on_the_installed_collection(installed: tuple[Path, str]):
+def test_antsibull_docs_lint_passes_on_the_installed_collection(installed: tuple[Path, str], record_verdict):
     folder, collections_path = installed
     result = _run([_tool("antsibull-docs"), "lint-collection-docs", "--plugin-docs", "."],
                   folder, _env(ANSIBLE_COLLECTIONS_PATH=collections_path))
     assert result.returncode == 0, result.stdout + result.stderr
+    record_verdict("antsibull-docs lint-collection-docs --plugin-docs",
+                   f"exit 0, {len((result.stdout + result.stderr).strip().splitlines())} problem lines")
 
 
 @pytest.mark.slow
