@@ -13,12 +13,25 @@ version_added: 0.1.0
 author:
   - Modelplane engineers (@modelplaneai)
 description:
-  - Writes O(kubeconfig) to O(dest) with mode C(0600), for the tasks of one converge to use and for the caller to
-    remove afterwards. Without a cloud identity this happens on the controller (an action plugin), where the
-    ServingStack hosts run; with one, the module runs.
-  - With a cloud identity (O(identity_type) and O(identity_credential)), authenticates as that identity instead of
-    the kubeconfig's embedded credentials, as the ServingStack reference says. The current context's user is
-    replaced by a kubeconfig C(exec) credential plugin that hands out a bearer token minted from the credential.
+  - Writes the target cluster's kubeconfig to O(dest) with mode C(0600), for the tasks of one converge to use and for
+    the caller to remove afterwards. The module runs on the task's host; the ServingStack hosts of the C(servingstack)
+    role are the controller (C(ansible_connection=local)).
+  - With O(spec), the kubeconfig and the cloud identity's credential come from the ServingStack's secrets, read from
+    the management cluster - the one the connection options (O(kubeconfig), O(context), O(host) and the others, or
+    their C(K8S_AUTH_*) variables) reach; they never name the target. The C(Kubeconfig) entry of C(spec.secrets)
+    names the kubeconfig's Secret and key; the first other entry, if any, is the cloud identity (its C(type), and
+    the Secret and key of its credential).
+  - "Every problem with those Secrets is reported at once, each as C(<path>: <problem>) naming the Secret and key and
+    never their data - a Secret that is not on the management cluster, a missing key, a value that is not
+    base64-encoded UTF-8 text, a kubeconfig without clusters or without a current context - before anything is
+    written. Entries of C(spec.secrets) that name no Secret (no C(Kubeconfig) entry, or one without its C(name),
+    C(key) or namespace) fail the same way before any read."
+  - With O(content), that kubeconfig text is written instead, authenticated as O(identity_type) with
+    O(identity_credential) if they are given; no cluster is read and the connection options are not used.
+  - With a cloud identity (the identity secret, or O(identity_type) and O(identity_credential)), authenticates as
+    that identity instead of the kubeconfig's embedded credentials, as the ServingStack reference says. The current
+    context's user is replaced by a kubeconfig C(exec) credential plugin that hands out a bearer token minted from
+    the credential.
   - The credential is validated first (a wrong shape fails naming the field, before any network call), then one
     token is minted, so a wrong key fails here with a clear message rather than in the first component.
   - "Token refresh: the plugin is the collection's own C(cloud_identity) module_utils file, written with a C(0600)
@@ -49,34 +62,51 @@ description:
     elsewhere, for private clouds and tests; they default to the real ones.
   - Neither the kubeconfig, the credential nor the token is ever returned or logged.
 options:
-  kubeconfig:
-    description: The kubeconfig text (from the ServingStack's C(Kubeconfig) secret, or a file).
+  spec:
+    description:
+      - The ServingStack's C(spec), as M(modelplane.serving.servingstack_spec) returns it, whose C(secrets) name the
+        Secrets to read from the management cluster.
+      - Exactly one of O(spec) and O(content) is required.
+    type: dict
+  namespace:
+    description:
+      - The ServingStack's namespace, the namespace of an entry of C(spec.secrets) that names none
+        (M(modelplane.serving.servingstack_spec) fills each entry's in already). Only with O(spec).
     type: str
-    required: true
+  content:
+    description:
+      - The kubeconfig text to write, instead of reading it with O(spec).
+    type: str
   dest:
     description: Where to write the kubeconfig. Written with mode C(0600).
     type: path
     required: true
   identity_type:
-    description: The type of the ServingStack's cloud identity secret, if it has one.
+    description:
+      - With O(content), the type of the cloud identity to authenticate as, if any. With O(spec) the identity
+        secret's C(type) says it.
     type: str
     choices: [GoogleApplicationCredentials, AWSWebIdentityCredentials, NebiusServiceAccountCredentials]
   identity_credential:
-    description: The credential data of the cloud identity secret. Required with O(identity_type).
+    description: With O(content), the cloud identity's credential data. Required with O(identity_type).
     type: str
   identity_path:
-    description: Where the identity came from, used in messages (for example C(spec.secrets[1])).
+    description:
+      - With O(content), where the identity came from, used in messages (for example C(spec.secrets[1]));
+        C(spec.secrets) when not set. With O(spec) it is the identity entry's path.
     type: str
-    default: spec.secrets
   ca_file:
     description: CA bundle to verify the token endpoints (Google, STS, Nebius IAM) with, instead of the system's.
     type: path
+extends_documentation_fragment:
+  - modelplane.serving.kubernetes_auth
+  - modelplane.serving.management_cluster
 attributes:
   check_mode:
     support: full
     description: >-
-      Writes O(dest) in check mode too: it is a private file on the controller that the following read-only tasks
-      need, not a change to any cluster.
+      Reads the Secrets and writes O(dest) in check mode too: it is a private file on the controller that the
+      following read-only tasks need, not a change to any cluster.
   diff_mode:
     support: none
     description: The content is secret, so no diff is shown.
@@ -87,6 +117,7 @@ notes:
     the kubeconfig is used (the controller's, with C(connection=local)).
 requirements:
   - PyYAML
+  - kubernetes >= 24.2.0 (only to read the Secrets, with O(spec))
   - cryptography (checks the RSA keys of Google service-account keys and Nebius service accounts)
   - google-auth (Google access tokens; signs the Nebius JWT)
   - botocore (STS C(AssumeRoleWithWebIdentity) and the SigV4-presigned EKS token for C(AWSWebIdentityCredentials))
@@ -94,9 +125,24 @@ requirements:
 """
 
 EXAMPLES = r"""
-- name: Write the target cluster's kubeconfig, authenticated as the stack's Google service account.
+- name: Validate the live ServingStack.
+  modelplane.serving.servingstack_spec:
+    name: west-gke-stack
+    namespace: platform
+  register: servingstack
+
+- name: Write the kubeconfig its Kubeconfig secret holds, authenticated as its cloud identity if it has one.
   modelplane.serving.servingstack_kubeconfig:
-    kubeconfig: "{{ target_kubeconfig_text }}"
+    spec: "{{ servingstack.servingstack.spec }}"
+    namespace: "{{ servingstack.servingstack.metadata.namespace }}"
+    dest: "{{ work_dir.path }}/kubeconfig"
+    # The management cluster's kubeconfig; K8S_AUTH_* or the default kubeconfig without it.
+    kubeconfig: ~/.kube/management.yaml
+  no_log: true
+
+- name: Write a kubeconfig given as text, authenticated as a Google service account.
+  modelplane.serving.servingstack_kubeconfig:
+    content: "{{ target_kubeconfig_text }}"
     identity_type: GoogleApplicationCredentials
     identity_credential: "{{ service_account_key_json }}"
     identity_path: spec.secrets[1]
@@ -130,12 +176,22 @@ import sys
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_credentials, cloud_identity
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.credentials import (
-    KUBECONFIG_OPTIONS,
-    KUBECONFIG_RULES,
-    check_kubeconfig,
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import (
+    cloud_credentials,
+    cloud_identity,
+    credentials,
 )
+
+# With spec the identity comes from the identity secret, so the identity options go with content only.
+RULES: dict[str, Any] = {
+    "required_one_of": [("spec", "content")],
+    "mutually_exclusive": [("spec", "content"), ("spec", "identity_type"), ("spec", "identity_credential"),
+                           ("spec", "identity_path")],
+    "required_together": [("identity_type", "identity_credential")],
+    "required_by": {"namespace": ("spec",)},
+}
 
 # Appended to the plugin's copy of cloud_identity.py so that it runs as a script.
 PLUGIN_MAIN = """
@@ -217,27 +273,74 @@ def kubeconfig_with_exec(kubeconfig_text: str, argv: list[str]) -> str:
     return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
 
 
-def main() -> None:
-    module = AnsibleModule(argument_spec=copy.deepcopy(KUBECONFIG_OPTIONS), supports_check_mode=True,
-                           **copy.deepcopy(KUBECONFIG_RULES))
-    params = module.params
-    result = {"changed": False, "dest": params["dest"], "authenticated_as": params["identity_type"] or "kubeconfig"}
+def argument_spec() -> dict[str, Any]:
+    """The management cluster's kubernetes.core connection options (for spec) and the module's own."""
+    options = copy.deepcopy(AUTH_ARG_SPEC)
+    options.update(
+        spec={"type": "dict"},
+        namespace={"type": "str"},
+        content={"type": "str", "no_log": True},
+        dest={"type": "path", "required": True},
+        identity_type={"type": "str", "choices": list(cloud_identity.CLOUD_IDENTITY_TYPES)},
+        identity_credential={"type": "str", "no_log": True},
+        identity_path={"type": "str"},
+        ca_file={"type": "path"},
+    )
+    return options
+
+
+def read_secrets(module: AnsibleK8SModule, entries: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """The Secrets of ``entries`` from the management cluster, None for one that does not exist."""
+    module.requires("kubernetes")
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    found: list[dict[str, Any] | None] = []
     try:
-        check_kubeconfig(params["kubeconfig"], "kubeconfig")
-        text = params["kubeconfig"]
-        if params["identity_type"]:
-            where = params["identity_path"]
+        client = get_api_client(module=module)
+        resource = client.resource("Secret", "v1")
+        for entry in entries:
+            try:
+                found.append(client.get(resource, name=entry["name"], namespace=entry["namespace"]).to_dict())
+            except NotFoundError:
+                found.append(None)
+    except Exception as error:  # the message names the cluster's answer, never a Secret's data
+        names = ", ".join(f"{entry['namespace']}/{entry['name']}" for entry in entries)
+        module.fail_json(msg=f"cannot read the Secrets {names}: {error}")
+    return found
+
+
+def target_credentials(module: AnsibleK8SModule) -> credentials.Credentials:
+    """The kubeconfig and cloud identity, from the spec's Secrets or from the options; ValueError naming problems."""
+    params = module.params
+    if params["spec"] is None:
+        credentials.check_kubeconfig(params["content"], "content")
+        return credentials.Credentials(params["content"], params["identity_type"], params["identity_credential"],
+                                       params["identity_path"] or "spec.secrets")
+    ref = credentials.kubeconfig_ref(params["spec"], params["namespace"])
+    return credentials.from_secrets(read_secrets(module, credentials.secrets_to_read(ref)), ref)
+
+
+def main() -> None:
+    module = AnsibleK8SModule(module_class=AnsibleModule, check_k8s=False, argument_spec=argument_spec(),
+                              supports_check_mode=True, **copy.deepcopy(RULES))
+    dest, ca_file = module.params["dest"], module.params["ca_file"]
+    try:
+        found = target_credentials(module)
+        result = {"changed": False, "dest": dest, "authenticated_as": found.identity_type or "kubeconfig"}
+        text = found.kubeconfig
+        if found.identity_type:
+            where = found.identity_path
             # The credential's shape is checked before any network call; the plugin gets it parsed.
-            credential = cloud_credentials.validate(params["identity_type"], params["identity_credential"], where)
+            credential = cloud_credentials.validate(found.identity_type, found.identity_credential, where)
             cluster = current_cluster(text)
-            minted = cloud_identity.mint(params["identity_type"], credential, where, ca_file=params["ca_file"],
-                                         cluster=cluster)
-            config = {"type": params["identity_type"], "credential": credential, "where": where,
-                      "ca_file": params["ca_file"], "cluster": cluster}
-            result["identity_dir"] = params["dest"] + ".identity"
+            minted = cloud_identity.mint(found.identity_type, credential, where, ca_file=ca_file, cluster=cluster)
+            config = {"type": found.identity_type, "credential": credential, "where": where, "ca_file": ca_file,
+                      "cluster": cluster}
+            result["identity_dir"] = dest + ".identity"
             argv = write_identity_dir(result["identity_dir"], config, minted)
             text = kubeconfig_with_exec(text, argv)
-        _write_private(params["dest"], text)
+        _write_private(dest, text)
     except ValueError as error:
         module.fail_json(msg=str(error))
     module.exit_json(**result)

@@ -157,7 +157,7 @@ def test_galaxy_importer_reports_no_error(tarball: Path, tmp_path: Path, record_
                   if item["content_type"] == "module"}
     modules = {path.stem for path in (REPO / "plugins" / "modules").glob("*.py")}
     assert set(documented) == modules
-    options = documented["servingstack_secrets"]["doc_strings"]["doc"]["options"]
+    options = documented["servingstack_kubeconfig"]["doc_strings"]["doc"]["options"]
     assert "kubeconfig" in {option["name"] for option in options}
     warnings = [line for line in output.splitlines() if line.startswith("WARNING")]
     record_verdict("galaxy-importer", f"{tarball.name}: 0 ERROR, {len(warnings)} WARNING lines, "

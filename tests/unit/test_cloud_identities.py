@@ -391,7 +391,7 @@ def _run_module_and_read(tmp_path: Path, cluster, identity_type: str, credential
         "tasks": [
             {"name": "Write the kubeconfig.", "no_log": True, "register": "written",
              "modelplane.serving.servingstack_kubeconfig": {
-                 "kubeconfig": target_kubeconfig(cluster, cluster_name),
+                 "content": target_kubeconfig(cluster, cluster_name),
                  "dest": str(dest), "identity_type": identity_type, "identity_credential": credential,
                  "identity_path": WHERE, "ca_file": ca_file}},
             {"name": "Read namespaces as that identity.", "register": "read",
@@ -535,9 +535,10 @@ def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
 
 @pytest.mark.parametrize("kind", ["aws", "nebius"])
 def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, tmp_path, kind, target):
-    """roles/servingstack connect.yml (credentials.yml) -> k8s_info on the target as the identity -> disconnect.yml
-    removes the private directory with the kubeconfig and the identity's files in it. One real cluster plays both:
-    the management cluster (its admin kubeconfig holds the secrets) and the target (reached by the token alone)."""
+    """roles/servingstack connect.yml (servingstack_kubeconfig with the spec) -> k8s_info on the target as the
+    identity -> disconnect.yml removes the private directory with the kubeconfig and the identity's files in it. One
+    real cluster plays both: the management cluster (its admin kubeconfig holds the secrets) and the target (reached
+    by the token alone)."""
     from kubernetes import client as kclient
     from kubernetes import config as kconfig
 
@@ -588,3 +589,37 @@ def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, 
     assert written.parent.name.endswith(".servingstack")
     assert not written.parent.exists()
     assert_no_secret(output, "k8s-aws-v1.", *fake_clouds.issued)
+
+
+def test_the_module_names_every_unusable_secret_at_once_and_writes_nothing(tmp_path, target):
+    """servingstack_kubeconfig with a spec reads both Secrets from the management cluster (K8S_AUTH_KUBECONFIG) and
+    fails naming each that cannot serve, one missing and one without the key, never their data."""
+    from kubernetes import client as kclient
+    from kubernetes import config as kconfig
+
+    cluster, _webhook = target
+    namespace = "platform-unusable"
+    api = kclient.CoreV1Api(kconfig.new_client_from_config(config_file=cluster.kubeconfig))
+    api.create_namespace({"metadata": {"name": namespace}})
+    api.create_namespaced_secret(namespace, {"metadata": {"name": "west-identity"},
+                                             "stringData": {"other": "s3cr3t-credential"}})
+    spec = {"secrets": [{"type": "Kubeconfig", "name": "west-missing", "key": "kubeconfig"},
+                        {"type": ci.GOOGLE, "name": "west-identity", "key": "credentials.json"}]}
+    dest = tmp_path / "kubeconfig"
+    play = [{"name": "Credentials from the spec", "hosts": "localhost", "connection": "local", "gather_facts": False,
+             "tasks": [{"name": "Write the kubeconfig.", "modelplane.serving.servingstack_kubeconfig": {
+                 "spec": spec, "namespace": namespace, "dest": str(dest)}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    env = {**without_cluster_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+           "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1"}
+    result = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
+         "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert (f"failed: spec.secrets[0]: Secret {namespace}/west-missing was not found on the management cluster; "
+            f"spec.secrets[1]: Secret {namespace}/west-identity has no key 'credentials.json' (keys: other)") in output
+    assert "s3cr3t" not in output
+    assert not dest.exists()

@@ -81,23 +81,44 @@ def test_secret_text_returns_any_key_without_kubeconfig_checks():
     assert credentials.secret_text(secret(private_key="{json}"), {**REF, "key": "private_key"}) == "{json}"
 
 
-def test_secret_refs_need_a_name_and_a_namespace_each():
-    secret_refs = credentials.secret_refs
-    assert secret_refs([{"name": "k", "namespace": "platform", "key": "kubeconfig"}]) == [("k", "platform")]
-    with pytest.raises(ValueError, match=r"refs\[1\]: needs a name and a namespace"):
-        secret_refs([{"name": "k", "namespace": "platform"}, {"name": "i"}])
+IDENTITY = {"type": "GoogleApplicationCredentials", "name": "sa", "namespace": "platform", "key": "private_key",
+            "path": "spec.secrets[1]"}
 
 
-def test_secret_problems_name_each_unusable_secret_and_none_when_both_serve():
-    identity = {"type": "GoogleApplicationCredentials", "name": "sa", "namespace": "platform", "key": "private_key",
-                "path": "spec.secrets[1]"}
-    ref = {**REF, "identity": identity}
-    assert credentials.secret_problems([secret(kubeconfig=KUBECONFIG), secret(private_key="{}")], ref) == []
-    assert credentials.secret_problems([secret(kubeconfig=KUBECONFIG)], REF) == []
-    problems = credentials.secret_problems([None, secret(other="x")], ref)
-    assert problems == [
-        f"{REF['path']}: Secret {REF['namespace']}/{REF['name']} was not found on the management cluster",
-        "spec.secrets[1]: Secret platform/sa has no key 'private_key' (keys: other)"]
-    assert credentials.secret_problems([], REF) == [problems[0]]
-    [not_a_kubeconfig] = credentials.secret_problems([secret(kubeconfig="x: s3cr3t")], REF)
-    assert "is not a kubeconfig" in not_a_kubeconfig and "s3cr3t" not in not_a_kubeconfig
+def test_the_identity_secret_is_read_after_the_kubeconfig_secret():
+    assert credentials.secrets_to_read({**REF, "identity": None}) == [{**REF, "identity": None}]
+    ref = {**REF, "identity": IDENTITY}
+    assert credentials.secrets_to_read(ref) == [ref, IDENTITY]
+
+
+def test_the_credentials_come_out_of_the_secrets():
+    assert credentials.from_secrets([secret(kubeconfig=KUBECONFIG)], {**REF, "identity": None}) == (
+        credentials.Credentials(KUBECONFIG))
+    found = credentials.from_secrets([secret(kubeconfig=KUBECONFIG), secret(private_key="{json}")],
+                                     {**REF, "identity": IDENTITY})
+    assert found == credentials.Credentials(KUBECONFIG, "GoogleApplicationCredentials", "{json}", "spec.secrets[1]")
+
+
+def test_every_problem_with_the_secrets_is_named_at_once_without_their_data():
+    ref = {**REF, "identity": IDENTITY}
+    with pytest.raises(ValueError) as error:
+        credentials.from_secrets([None, secret(other="s3cr3t")], ref)
+    assert str(error.value) == (
+        "spec.secrets[0]: Secret platform/kc was not found on the management cluster; "
+        "spec.secrets[1]: Secret platform/sa has no key 'private_key' (keys: other)")
+    with pytest.raises(ValueError) as error:
+        credentials.from_secrets([secret(kubeconfig="x: s3cr3t")], ref)  # the identity's Secret is missing too
+    message = str(error.value)
+    assert message.startswith("spec.secrets[0]: Secret platform/kc key 'kubeconfig' is not a kubeconfig")
+    assert message.endswith("spec.secrets[1]: Secret platform/sa was not found on the management cluster")
+    assert "s3cr3t" not in message
+
+
+def test_an_identity_entry_must_name_its_secret_and_every_gap_is_named():
+    spec = {"secrets": [{"type": "Kubeconfig", "name": "kc"},
+                        {"type": "GoogleApplicationCredentials", "key": "private_key", "namespace": "crossplane"}]}
+    with pytest.raises(ValueError) as error:
+        credentials.kubeconfig_ref(spec, None)
+    assert str(error.value) == (
+        "spec.secrets[0].namespace: the Secret's namespace is unknown (the ServingStack has no metadata.namespace and "
+        "the entry sets none); spec.secrets[0].key: is required; spec.secrets[1].name: is required")

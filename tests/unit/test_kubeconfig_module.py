@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def _playbook(tmp_path: Path, args: dict) -> subprocess.CompletedProcess[str]:
+def _playbook(tmp_path: Path, args: dict, no_log: bool = True) -> subprocess.CompletedProcess[str]:
     play = [{
         "name": "Write a kubeconfig",
         "hosts": "localhost",
@@ -28,7 +28,7 @@ def _playbook(tmp_path: Path, args: dict) -> subprocess.CompletedProcess[str]:
         "tasks": [{
             "name": "Write it.",
             "modelplane.serving.servingstack_kubeconfig": args,
-            "no_log": True,
+            "no_log": no_log,
             "register": "written",
         }, {
             "name": "Show what is safe to show.",
@@ -51,7 +51,7 @@ def _playbook(tmp_path: Path, args: dict) -> subprocess.CompletedProcess[str]:
 
 def test_writes_the_kubeconfig_private_and_unchanged(tmp_path):
     dest = tmp_path / "kubeconfig"
-    result = _playbook(tmp_path, {"kubeconfig": KUBECONFIG, "dest": str(dest)})
+    result = _playbook(tmp_path, {"content": KUBECONFIG, "dest": str(dest)})
     assert result.returncode == 0, result.stdout + result.stderr
     assert stat.S_IMODE(dest.stat().st_mode) == 0o600
     assert yaml.safe_load(dest.read_text()) == yaml.safe_load(KUBECONFIG)
@@ -72,7 +72,7 @@ def test_google_identity_replaces_the_user_and_never_shows_the_token(tmp_path, t
     })
     dest = tmp_path / "kubeconfig"
     result = _playbook(tmp_path, {
-        "kubeconfig": KUBECONFIG,
+        "content": KUBECONFIG,
         "dest": str(dest),
         "identity_type": "GoogleApplicationCredentials",
         "identity_credential": key_json,
@@ -93,7 +93,26 @@ def test_google_identity_replaces_the_user_and_never_shows_the_token(tmp_path, t
 
 
 def test_a_kubeconfig_that_is_not_one_fails_cleanly(tmp_path):
-    result = _playbook(tmp_path, {"kubeconfig": "just: text", "dest": str(tmp_path / "k")})
+    result = _playbook(tmp_path, {"content": "just: text", "dest": str(tmp_path / "k")})
     assert result.returncode == 2
     assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "k").exists()
+
+
+def test_a_spec_whose_secrets_name_no_secret_fails_naming_every_gap_before_any_read(tmp_path):
+    spec = {"secrets": [{"type": "Kubeconfig", "name": "kc"}, {"type": "AWSWebIdentityCredentials", "key": "k"}]}
+    result = _playbook(tmp_path, {"spec": spec, "namespace": "platform", "dest": str(tmp_path / "k")}, no_log=False)
+    assert result.returncode == 2
+    output = result.stdout + result.stderr
+    assert "failed: spec.secrets[0].key: is required; spec.secrets[1].name: is required" in output
+    assert not (tmp_path / "k").exists()
+
+
+def test_with_a_spec_the_identity_comes_from_its_secret_only(tmp_path):
+    spec = {"secrets": [{"type": "Kubeconfig", "name": "kc", "key": "kubeconfig", "namespace": "platform"}]}
+    args = {"spec": spec, "dest": str(tmp_path / "k"), "identity_type": "AWSWebIdentityCredentials",
+            "identity_credential": "{}"}
+    result = _playbook(tmp_path, args, no_log=False)
+    assert result.returncode == 2
+    assert "parameters are mutually exclusive: spec|identity_type" in result.stdout + result.stderr
     assert not (tmp_path / "k").exists()

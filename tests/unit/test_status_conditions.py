@@ -89,7 +89,7 @@ def test_error_summaries_redact_only_the_credential():
     assert status.error_summary("hash " + "ab12" * 12 + " then") == "hash <redacted> then"
 
 
-@pytest.mark.parametrize("prefix", ["The filter plugin 'modelplane.serving.servingstack_kubeconfig_text' failed: ",
+@pytest.mark.parametrize("prefix", ["The filter plugin 'modelplane.serving.servingstack_chart_values' failed: ",
                                     "Task failed: The lookup plugin 'modelplane.serving.servingstack_objects' failed: ",
                                     "Task failed: Action failed: "])
 def test_task_errors_lose_the_plugin_prefix_ansible_wraps_around_them(prefix):

@@ -1,29 +1,27 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Which Secret holds a ServingStack's kubeconfig, and how to read it out of that Secret.
+"""Which Secrets hold a ServingStack's kubeconfig and cloud identity credential, and how to read them out.
 
-Pure functions: the servingstack role reads the Secret with ``k8s_info`` (``no_log``) and passes it
-here through the ``servingstack_kubeconfig_ref`` / ``servingstack_kubeconfig_text`` filters. No message
-ever quotes Secret data.
+Pure functions: the servingstack_kubeconfig module reads the Secrets from the management cluster and takes the
+kubeconfig and the credential out of them here. No message ever quotes Secret data.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
-
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.cloud_identity import CLOUD_IDENTITY_TYPES
+from typing import Any, NamedTuple
 
 KUBECONFIG = "Kubeconfig"
 
 
 def kubeconfig_ref(spec: dict[str, Any], namespace: str | None) -> dict[str, Any]:
-    """The Kubeconfig secret of ``spec``: ``{name, namespace, key, cloud_identities}``.
+    """The Kubeconfig secret of ``spec``: ``{name, namespace, key, path, identity}``.
 
-    ``namespace`` is the ServingStack's own namespace, used when the entry names none.
+    ``namespace`` is the ServingStack's own namespace, used when an entry names none.
     ``identity`` is the first cloud identity entry (``{type, name, namespace, key, path}``) or None.
-    Raises ValueError (``<path>: <problem>``) when there is no usable entry.
+    Raises ValueError (``<path>: <problem>``) when there is no usable Kubeconfig entry, or the identity entry
+    lacks what locates its Secret.
     """
     secrets = spec.get("secrets")
     if not isinstance(secrets, list) or not secrets:
@@ -36,33 +34,30 @@ def kubeconfig_ref(spec: dict[str, Any], namespace: str | None) -> dict[str, Any
         paths = ", ".join(f"spec.secrets[{index}]" for index, _entry in found)
         raise ValueError(f"spec.secrets: {len(found)} entries have type Kubeconfig ({paths}); exactly one is allowed")
     index, entry = found[0]
-    target_namespace = entry.get("namespace") or namespace
-    if not target_namespace:
-        raise ValueError(
-            f"spec.secrets[{index}].namespace: the Secret's namespace is unknown (the ServingStack has no "
-            "metadata.namespace and the entry sets none)"
-        )
-    for field in ("name", "key"):
-        if not entry.get(field):
-            raise ValueError(f"spec.secrets[{index}].{field}: is required")
+    kubeconfig, problems = _locate(entry, index, namespace)
     others = [(i, e) for i, e in enumerate(secrets) if isinstance(e, dict) and e.get("type") != KUBECONFIG]
     identity = None
     if others:
         other_index, other = others[0]
-        identity = {
-            "type": other.get("type"),
-            "name": other.get("name"),
-            "namespace": other.get("namespace") or namespace,
-            "key": other.get("key"),
-            "path": f"spec.secrets[{other_index}]",
-        }
-    return {
-        "name": entry["name"],
-        "namespace": target_namespace,
-        "key": entry["key"],
-        "path": f"spec.secrets[{index}]",
-        "identity": identity,
-    }
+        located, more = _locate(other, other_index, namespace)
+        identity, problems = {"type": other.get("type"), **located}, problems + more
+    if problems:
+        raise ValueError("; ".join(problems))
+    return {**kubeconfig, "identity": identity}
+
+
+def _locate(entry: dict[str, Any], index: int, namespace: str | None) -> tuple[dict[str, Any], list[str]]:
+    """``{name, namespace, key, path}`` of the entry ``spec.secrets[index]``, and what it lacks to find its Secret."""
+    path = f"spec.secrets[{index}]"
+    found = {"name": entry.get("name"), "namespace": entry.get("namespace") or namespace, "key": entry.get("key"),
+             "path": path}
+    problems = []
+    if not found["namespace"]:
+        problems.append(f"{path}.namespace: the Secret's namespace is unknown (the ServingStack has no "
+                        "metadata.namespace and the entry sets none)")
+    problems += [f"{path}.{field}: is required" for field in ("name", "key")
+                 if not isinstance(found[field], str) or not found[field]]
+    return found, problems
 
 
 def kubeconfig_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
@@ -97,48 +92,39 @@ def secret_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
     return text
 
 
-def secret_problems(secrets: list[dict[str, Any] | None], ref: dict[str, Any]) -> list[str]:
-    """Why the Secrets read for ``ref`` (a ``kubeconfig_ref``) cannot serve: ``secrets`` holds the kubeconfig's Secret,
-    then the cloud identity's if ``ref`` has one (null for one that does not exist). Each problem is
-    ``<path>: <problem>`` and never quotes Secret data; none when both serve."""
-    checks: list[tuple[Any, dict[str, Any]]] = [(kubeconfig_text, ref)]
-    if ref.get("identity"):
-        checks.append((secret_text, ref["identity"]))
-    problems = []
-    for index, (read, wanted) in enumerate(checks):
+class Credentials(NamedTuple):
+    """What the Secrets of a ``kubeconfig_ref`` hold: the kubeconfig, and the cloud identity to authenticate as."""
+
+    kubeconfig: str
+    identity_type: str | None = None
+    identity_credential: str | None = None
+    identity_path: str | None = None
+
+
+def secrets_to_read(ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries of ``ref`` (a ``kubeconfig_ref``) whose Secrets to read: the kubeconfig's, then the identity's."""
+    return [ref, *([ref["identity"]] if ref.get("identity") else [])]
+
+
+def from_secrets(secrets: list[dict[str, Any] | None], ref: dict[str, Any]) -> Credentials:
+    """The credentials in ``secrets``, the Secret objects of ``secrets_to_read(ref)`` in that order (None for one that
+    does not exist).
+
+    Raises ValueError with every problem at once, each ``<path>: <problem>`` naming the Secret and key and never
+    quoting their data, joined by ``; ``.
+    """
+    texts, problems = [], []
+    for index, (read, entry) in enumerate(zip((kubeconfig_text, secret_text), secrets_to_read(ref), strict=False)):
         try:
-            read(secrets[index] if index < len(secrets) else None, wanted)
+            texts.append(read(secrets[index] if index < len(secrets) else None, entry))
         except ValueError as error:
             problems.append(str(error))
-    return problems
-
-
-# The options of the servingstack_kubeconfig module, shared with its action plugin (which writes a kubeconfig without
-# a cloud identity on the controller itself, and runs the module for one with).
-KUBECONFIG_OPTIONS: dict[str, dict[str, Any]] = {
-    "kubeconfig": {"type": "str", "required": True, "no_log": True},
-    "dest": {"type": "path", "required": True},
-    "identity_type": {"type": "str", "choices": list(CLOUD_IDENTITY_TYPES)},
-    "identity_credential": {"type": "str", "no_log": True},
-    "identity_path": {"type": "str", "default": "spec.secrets"},
-    "ca_file": {"type": "path"},
-}
-KUBECONFIG_RULES: dict[str, Any] = {"required_together": [("identity_type", "identity_credential")]}
-
-
-# The options of the servingstack_secrets module, shared with its action plugin (which reads on the controller).
-SECRETS_OPTIONS: dict[str, dict[str, Any]] = {"refs": {"type": "list", "elements": "dict", "required": True}}
-
-
-def secret_refs(refs: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """``(name, namespace)`` of each Secret to read; ValueError naming the entry without both."""
-    found = []
-    for index, ref in enumerate(refs):
-        name, namespace = ref.get("name"), ref.get("namespace")
-        if not (isinstance(name, str) and name and isinstance(namespace, str) and namespace):
-            raise ValueError(f"refs[{index}]: needs a name and a namespace")
-        found.append((name, namespace))
-    return found
+    if problems:
+        raise ValueError("; ".join(problems))
+    identity = ref.get("identity")
+    if not identity:
+        return Credentials(texts[0])
+    return Credentials(texts[0], identity["type"], texts[1], identity["path"])
 
 
 def check_kubeconfig(text: str, where: str) -> None:
