@@ -23,8 +23,8 @@ description:
   - Inline certificate data (C(certificate-authority-data), C(client-certificate-data), C(client-key-data)) is
     written to files in O(dest) with mode C(0600), since the modules take paths.
   - The caller removes O(dest) afterwards.
-  - Runs on the controller (its action plugin), where the C(kubernetes.core) tasks of a converge run and read the
-    files, so no module is shipped.
+  - Run it where the C(kubernetes.core) tasks of the converge run (the role runs it on the ServingStack's host, the
+    controller), since they read the files.
 options:
   kubeconfig:
     description: Path of the target cluster's kubeconfig.

@@ -19,7 +19,8 @@ description:
     configuration with mirror credentials), so one removal takes it all.
   - With O(state=absent), removes O(path) and everything in it. It refuses a path that is not such a directory (a
     directory named C(*.servingstack), not a symbolic link), so a wrong path cannot delete a user's folder.
-  - Runs on the controller (its action plugin), where the C(kubernetes.core) tasks of a converge run.
+  - Run it where the C(kubernetes.core) tasks of the converge run (the role runs it on the ServingStack's host, the
+    controller).
 options:
   state:
     description: Make a new directory (V(present)) or remove O(path) (V(absent)).

@@ -38,9 +38,7 @@ description:
     C(PreflightFailed) (the preflight refused the cluster) and C(ConvergeFailed) (anything else).
   - Each condition's C(lastTransitionTime) is kept while its C(status) stays the same; C(observedGeneration) is
     O(observed_generation), the generation of the ServingStack the run read.
-  - Reports a change only when the status differs. When only O(kubeconfig) and O(context) (or their
-    C(K8S_AUTH_*) variables) locate the management cluster, the ServingStack is read on the controller first and
-    the module runs only to write a status that differs; with any other connection option it reads and writes.
+  - Reads the ServingStack, then writes its status only when it differs, and reports a change only then.
 options:
   name:
     description: Name of the ServingStack.

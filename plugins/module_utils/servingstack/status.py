@@ -326,8 +326,7 @@ def task_error(message: object) -> str:
     return _WRAPPERS.sub("", text) or "failed"
 
 
-# The options of the servingstack_status_update module (besides kubernetes.core's connection options), shared with
-# its action plugin, which reads the ServingStack on the controller and runs the module only to write.
+# The options of the servingstack_status_update module (besides kubernetes.core's connection options).
 UPDATE_OPTIONS: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "namespace": {"type": "str", "required": True},

@@ -158,8 +158,7 @@ def environment(kubeconfig: dict[str, Any], path: str, context: str = "") -> dic
     }
 
 
-# The options of the servingstack_connection and servingstack_private_dir modules (AnsibleModule argument specs),
-# checked by their action plugins too.
+# The options of the servingstack_connection and servingstack_private_dir modules (AnsibleModule argument specs).
 CONNECTION_OPTIONS: dict[str, dict[str, Any]] = {
     "kubeconfig": {"type": "path", "required": True},
     "context": {"type": "str", "default": ""},
