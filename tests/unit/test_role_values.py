@@ -232,7 +232,7 @@ def test_dra_default_driver_root_sets_no_value_and_no_quota():
     assert "nvidiaDriverRoot" not in values
     assert values["gpuResourcesEnabledOverride"] is True
     assert values["resources"]["computeDomains"]["enabled"] is False
-    assert var("nvidia_dra", "nvidia_dra_critical_quota") is False
+    assert render("nvidia_dra", "prerequisites.yaml.j2") == []
 
 
 @pytest.mark.parametrize(
@@ -249,7 +249,7 @@ def test_dra_default_driver_root_sets_no_value_and_no_quota():
 def test_dra_gke_driver_root_sets_the_value_and_the_quota(extra):
     values = by_chart("nvidia_dra", **extra)["dra-driver-nvidia-gpu"]
     assert values["nvidiaDriverRoot"] == GKE_ROOT
-    assert var("nvidia_dra", "nvidia_dra_critical_quota", **extra) is True
+    assert [d["kind"] for d in render("nvidia_dra", "prerequisites.yaml.j2", **extra)] == ["Namespace", "ResourceQuota"]
 
 
 def test_dra_values_keep_the_chart_rendering():
@@ -632,9 +632,18 @@ def test_a_component_role_holds_only_known_parts(role):
     held = {str(path.relative_to(ROLES / role)) for path in (ROLES / role).rglob("*") if path.is_file()}
     extra_templates = {name for name in held if name.startswith("templates/")} - MAY_HOLD
     extra_tasks = {name for name in held if name.startswith("tasks/")} - MAY_HOLD
-    # envoy_gateway's tasks are split (prune, legacy).
-    assert extra_tasks <= {"tasks/prune.yml", "tasks/legacy.yml"}, role
+    # envoy_gateway's tasks are split (what present and absent both read first, prune, legacy).
+    assert extra_tasks <= {"tasks/spec.yml", "tasks/prune.yml", "tasks/legacy.yml"}, role
     assert held - MAY_HOLD - extra_templates - extra_tasks == set(), role
+
+
+@pytest.mark.parametrize("role", MY_ROLES)
+def test_a_roles_vars_are_constants(role):
+    """vars/ holds constants only: a value computed from the spec or from other variables is computed where it is
+    used (a set_fact, a task's vars, a template)."""
+    path = ROLES / role / "vars" / "main.yml"
+    text = path.read_text() if path.exists() else ""
+    assert "{{" not in text and "{%" not in text, role
 
 
 def test_the_shared_settings_have_one_home():
@@ -692,6 +701,14 @@ def test_modelexpress_selector_survives_custom_labels():
 # --------------------------------------------------------------------------- envoy_gateway templates
 
 
+def _gateway_facts(**extra: Any) -> dict[str, Any]:
+    """What envoy_gateway's tasks/spec.yml sets, first in both present.yml and absent.yml, with its task's vars."""
+    [task] = _load(ROLES / "envoy_gateway" / "tasks" / "spec.yml")
+    templar_ = templar("envoy_gateway", **extra, **task.get("vars", {}))
+    return {name: templar_.template(value) for name, value in task["ansible.builtin.set_fact"].items()}
+
+
+
 def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_strings():
     # The spec accepts these; rendered unquoted, YAML would read an alias (*.), an integer, a boolean
     # and a null, and a real API server would refuse the objects (or the parse would fail mid-converge).
@@ -705,8 +722,9 @@ def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_str
             "clientCAs": [{"name": "null", "certificate": certificate}],
         },
     }
-    gateway_docs = render("envoy_gateway", "gateway.yaml.j2", component_spec=spec)
-    tls_docs = render("envoy_gateway", "tls.yaml.j2", component_spec=spec)
+    facts = _gateway_facts(component_spec=spec)
+    gateway_docs = render("envoy_gateway", "gateway.yaml.j2", component_spec=spec, **facts)
+    tls_docs = render("envoy_gateway", "tls.yaml.j2", component_spec=spec, **facts)
     by_kind = {(doc["kind"], doc["metadata"]["name"]): doc for doc in gateway_docs + tls_docs}
     assert by_kind[("GatewayClass", "true")]["metadata"]["name"] == "true"
     gateway = next(doc for doc in gateway_docs if doc["kind"] == "Gateway")
