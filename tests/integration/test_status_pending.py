@@ -29,6 +29,9 @@ def cluster(tmp_path_factory):
         doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
         handle.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
         handle.kubectl("apply", "--server-side", "-f", str(GATEWAY_CRD))
+        # The API serves a new CRD's kind only once it is Established.
+        handle.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                       "crd/servingstacks.infrastructure.modelplane.ai", "crd/gateways.gateway.networking.k8s.io")
         handle.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}},
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
@@ -96,6 +99,8 @@ def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluste
     doc = manifest()
     doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
     cluster.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/servingstacks.infrastructure.modelplane.ai")
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}},
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "west-gke-kubeconfig", "namespace": "platform"},
