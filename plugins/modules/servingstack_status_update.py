@@ -28,10 +28,12 @@ description:
     failed; otherwise C(True) (reason C(Available)) once the gateway has an address, else C(False) with reason
     C(GatewayAddressPending) and a message saying why, from O(gateway_object) and O(gateway_services).
   - >-
-    With O(stopped) (a converge that stopped before its components converged), C(Ready) and C(Synced) are C(False)
-    with a reason from O(stopped_at) and the error, and O(stopped) summarised on one line, credentials removed, as
-    their message; C(status.observedGeneration) is written, C(status.components) left as it is (and
-    C(status.gateway) too, without O(status)), and O(components) and O(failed) are not used. The reasons are
+    With O(stopped) (a converge that stopped), C(Ready) and C(Synced) are C(False) with a reason from O(stopped_at)
+    and the error, and O(stopped) summarised on one line, credentials removed, as their message;
+    C(status.observedGeneration) is written, C(status.gateway) left as it is without O(status). Stopped before
+    the components were done, C(status.components) is left as it is and O(components) and O(failed) are not used;
+    stopped at V(status) (the components ran, then the target's status could not be read), C(status.components)
+    is written from them and the message starts by naming the components that did not converge. The reasons are
     C(InvalidSpec) (the spec module refused the ServingStack), C(CredentialsUnavailable) (the kubeconfig Secret or
     the identity's credential is missing or unusable, or the target cluster refused them), C(ClusterUnreachable)
     (the target's API server could not be reached, for a refused connection, DNS, TLS or a timeout),
@@ -68,17 +70,19 @@ options:
     default: {}
   stopped:
     description:
-      - Why the converge stopped before its components converged (the failed task's message). Sets C(Ready) and
-        C(Synced) to C(False) whatever O(components) and O(failed) say.
+      - Why the converge stopped (the failed task's message). Sets C(Ready) and C(Synced) to C(False) whatever
+        O(components) and O(failed) say.
     type: str
   stopped_at:
     description:
       - Where the converge stopped, for the conditions' reason with O(stopped). V(spec) reading the ServingStack,
         V(credentials) making the target's kubeconfig and identity ready, V(preflight) the first calls to the
-        target cluster, V(components) later.
+        target cluster, V(components) later, before the components are done, V(status) reading the target's status
+        once the components ran (the target stopped answering part-way). Only with V(status) are O(components) and
+        O(failed) used, for C(status.components) and to name the failed components in the message.
     type: str
     default: components
-    choices: [spec, credentials, preflight, components]
+    choices: [spec, credentials, preflight, components, status]
   observed_generation:
     description: C(metadata.generation) of the ServingStack when the run read it.
     type: int

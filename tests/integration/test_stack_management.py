@@ -197,9 +197,10 @@ def patch_spec(management, patch: dict) -> int:
     return live(management)["metadata"]["generation"]
 
 
-def assert_stopped(management, before: dict, generation: int, reason: str) -> dict:
-    """The CR's Ready and Synced are False with ``reason``, one message line, at ``generation``; the gateway and the
-    components stay as ``before`` had them (nothing of the target was read). Returns the Ready condition."""
+def assert_stopped(management, before: dict, generation: int, reason: str, components_ran: bool = False) -> dict:
+    """The CR's Ready and Synced are False with ``reason``, one message line, at ``generation``; the gateway stays as
+    ``before`` had it, and the components too (nothing of the target was read) or, with ``components_ran``, each
+    not ready at the version ``before`` had (none converged). Returns the Ready condition."""
     doc = live(management)
     ready, synced = conditions(doc)["Ready"], conditions(doc)["Synced"]
     assert (ready["status"], ready["reason"]) == ("False", reason), ready
@@ -208,7 +209,10 @@ def assert_stopped(management, before: dict, generation: int, reason: str) -> di
     assert ready["message"] and "\n" not in ready["message"], ready
     assert ready["observedGeneration"] == generation == doc["status"]["observedGeneration"], doc["status"]
     assert doc["status"]["gateway"] == before["status"]["gateway"]
-    assert doc["status"]["components"] == before["status"]["components"]
+    if components_ran:
+        assert doc["status"]["components"] == [{**entry, "ready": False} for entry in before["status"]["components"]]
+    else:
+        assert doc["status"]["components"] == before["status"]["components"]
     return ready
 
 
@@ -327,5 +331,9 @@ def test_a_stack_whose_cluster_dies_during_the_components_is_not_ready(cluster, 
     # gateway's status failed, and the CR says the cluster is unreachable.
     text = " ".join(result.stdout.split())
     assert "Check the target cluster can take the stack" in text and "did not converge" in text, output(result)
-    ready = assert_stopped(management, before, generation, "ClusterUnreachable")
+    ready = assert_stopped(management, before, generation, "ClusterUnreachable", components_ran=True)
     assert fresh_cluster.url in ready["message"] and "Connection refused" in ready["message"], ready
+    # The message names the components first: every one of them did not converge.
+    failed, _, then = ready["message"].partition(" did not converge, then ")
+    assert set(failed.split(", ")) == {entry["name"] for entry in before["status"]["components"]}, ready
+    assert then.startswith(f"servingstack_status: cannot reach the cluster at {fresh_cluster.url}"), ready

@@ -239,3 +239,27 @@ def test_a_refused_live_spec_names_its_generation():
                                "spec": {"stack": "Nope"}}, [])
     assert refused["failed"] is True and refused["generation"] == 7
     assert "generation" not in outcome.outcome({"kind": "ServingStack", "spec": {}}, [])
+
+
+def test_a_converge_whose_target_died_after_its_components_records_them_and_why_it_stopped():
+    ready = status.merge_conditions(None, status.wanted_conditions(PLAN, {}, "203.0.113.10", ""), 3, NOW)
+    old = [{"name": entry["name"], "version": "v0", "ready": True} for entry in PLAN]
+    current = {"gateway": {"address": "203.0.113.10"}, "conditions": ready, "observedGeneration": 3,
+               "components": old}
+    first, rest = PLAN[0]["name"], [entry["name"] for entry in PLAN[1:]]
+    refused = "cannot reach the cluster at https://127.0.0.1:1: Connection refused"
+    params = {"status": None, "components": PLAN, "failed": {name: refused for name in rest}, "observed_generation": 4,
+              "gateway_object": None, "gateway_services": [], "stopped": f"servingstack_status: {refused}",
+              "stopped_at": "status"}
+    update, patch = status.status_update(current, params, LATER)
+    assert set(patch) == {"conditions", "components", "observedGeneration"}, patch  # the gateway is left as it was
+    found = by_type(patch["conditions"])
+    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "ClusterUnreachable")
+    assert found["Ready"]["message"] == f"{', '.join(rest)} did not converge, then servingstack_status: {refused}"
+    # The component that converged before the target died has its new version; the others keep what they had.
+    by_name = {entry["name"]: entry for entry in patch["components"]}
+    assert by_name[first]["ready"] is True and by_name[first]["version"] != "v0"
+    assert all(by_name[name]["ready"] is False and by_name[name]["version"] == "v0" for name in rest), by_name
+    # Stopped before the components were done, the same parameters leave status.components alone.
+    _update, early = status.status_update(current, {**params, "stopped_at": "components"}, LATER)
+    assert "components" not in early

@@ -216,10 +216,11 @@ def wanted_conditions(plan: list[dict[str, Any]], failed: dict[str, str], addres
     return [ready, synced]
 
 
-# Where a converge can stop before its components converge (the servingstack role's servingstack_stopped_at), in
-# order: reading the spec; making the target's credentials ready (its kubeconfig Secret, the cloud identity's token,
-# the connection options); the preflight, the first call to the target; the rest (outside any one component).
-STOPPED_AT = ("spec", "credentials", "preflight", "components")
+# Where a converge can stop (the servingstack role's servingstack_stopped_at), in order: reading the spec; making the
+# target's credentials ready (its kubeconfig Secret, the cloud identity's token, the connection options); the
+# preflight, the first call to the target; the rest before the components are done (outside any one component);
+# reading the target's status once the components ran (the target stopped answering part-way).
+STOPPED_AT = ("spec", "credentials", "preflight", "components", "status")
 # The spec module's message when it refuses a ServingStack (outcome.PREFIX).
 INVALID_SPEC = "invalid ServingStack:"
 # The target refused the credentials (401, or 403 to the converge's identity), or the client could not use them
@@ -357,23 +358,30 @@ def wanted_status(current: dict[str, Any], params: dict[str, Any], now: str) -> 
     """The status keys servingstack_status_update owns, as they should be, from the status ``current`` and the
     module's ``params``; ``now`` for a condition's transition time. ``gateway`` with ``status``; with ``stopped``
     (a converge that stopped before its components) the conditions and ``observedGeneration`` only; else, with
-    ``components``, the conditions, ``components`` and ``observedGeneration``. A key left out is left as it is."""
+    ``components``, the conditions, ``components`` and ``observedGeneration``. A key left out is left as it is.
+    Stopped at ``status`` (after the components ran), ``components`` too, from ``failed``."""
     wanted: dict[str, Any] = {}
     if params["status"] is not None:
         wanted["gateway"] = dict(params["status"].get("gateway") or {})
     generation = params["observed_generation"]
+    failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
     if params.get("stopped"):
-        # Stopped before its components: nothing of the target was read, status.components stays as it is.
-        wanted["conditions"] = merge_conditions(
-            current.get("conditions"), stopped_conditions(params.get("stopped_at") or "components", params["stopped"]),
-            generation, now)
+        stopped_at = params.get("stopped_at") or "components"
+        message = params["stopped"]
+        if stopped_at == "status" and params["components"] is not None:
+            # The components ran: what each came to is known, and the message names those that did not converge.
+            wanted["components"] = components_status(params["components"], failed, current.get("components"))
+            if failed:
+                message = f"{', '.join(failed)} did not converge, then {message}"
+        # Otherwise stopped before the components: nothing of the target was read, status.components stays as it is.
+        wanted["conditions"] = merge_conditions(current.get("conditions"), stopped_conditions(stopped_at, message),
+                                                generation, now)
         if generation is not None:
             wanted["observedGeneration"] = generation
         return wanted
     if params["components"] is None:
         return wanted
     gateway = wanted.get("gateway") or {}
-    failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
     address = gateway.get("address")
     pending = "" if address else address_pending(params["gateway_object"], params["gateway_services"] or [])
     wanted["conditions"] = merge_conditions(
