@@ -83,17 +83,17 @@ options:
     required: true
   identity_type:
     description:
-      - With O(content), the type of the cloud identity to authenticate as, if any. With O(spec) the identity
-        secret's C(type) says it.
+      - The type of the cloud identity to authenticate as, if any. Only with O(content): with O(spec), the identity
+        entry of C(spec.secrets) gives it.
     type: str
     choices: [GoogleApplicationCredentials, AWSWebIdentityCredentials, NebiusServiceAccountCredentials]
   identity_credential:
-    description: With O(content), the cloud identity's credential data. Required with O(identity_type).
+    description: The cloud identity's credential data. Only with O(content); required with O(identity_type).
     type: str
   identity_path:
     description:
-      - With O(content), where the identity came from, used in messages (for example C(spec.secrets[1]));
-        C(spec.secrets) when not set. With O(spec) it is the identity entry's path.
+      - Where the identity came from, used in messages (for example C(spec.secrets[1])); C(spec.secrets) when not
+        set. Only with O(content): with O(spec), messages name the identity entry's own path.
     type: str
   ca_file:
     description: CA bundle to verify the token endpoints (Google, STS, Nebius IAM) with, instead of the system's.
@@ -304,9 +304,10 @@ def read_secrets(module: AnsibleK8SModule, entries: list[dict[str, Any]]) -> lis
                 found.append(client.get(resource, name=entry["name"], namespace=entry["namespace"]).to_dict())
             except NotFoundError:
                 found.append(None)
-    except Exception as error:  # the message names the cluster's answer, never a Secret's data
+    except Exception as error:  # the message names the cluster's answer (its status line), never a Secret's data
         names = ", ".join(f"{entry['namespace']}/{entry['name']}" for entry in entries)
-        module.fail_json(msg=f"cannot read the Secrets {names}: {error}")
+        reason = error.summary() if hasattr(error, "summary") else str(error)
+        module.fail_json(msg=f"cannot read the Secrets {names}: {reason}")
     return found
 
 
@@ -318,7 +319,10 @@ def target_credentials(module: AnsibleK8SModule) -> credentials.Credentials:
         return credentials.Credentials(params["content"], params["identity_type"], params["identity_credential"],
                                        params["identity_path"] or "spec.secrets")
     ref = credentials.kubeconfig_ref(params["spec"], params["namespace"])
-    return credentials.from_secrets(read_secrets(module, credentials.secrets_to_read(ref)), ref)
+    found = credentials.from_secrets(read_secrets(module, credentials.secrets_to_read(ref)), ref)
+    # Read here, not given as no_log options: Ansible removes them from any message only once told of them.
+    module._module.no_log_values.update(value for value in (found.kubeconfig, found.identity_credential) if value)
+    return found
 
 
 def main() -> None:

@@ -116,3 +116,24 @@ def test_with_a_spec_the_identity_comes_from_its_secret_only(tmp_path):
     assert result.returncode == 2
     assert "parameters are mutually exclusive: spec|identity_type" in result.stdout + result.stderr
     assert not (tmp_path / "k").exists()
+
+
+def test_credentials_read_from_secrets_are_censored_in_every_message(monkeypatch):
+    """What the module reads itself was never a no_log option: it must tell Ansible, which then censors both values
+    in any message or result (a library error quoting them included)."""
+    import base64
+    from types import SimpleNamespace
+
+    from ansible_collections.modelplane.serving.plugins.modules import servingstack_kubeconfig as module_file
+
+    credential = '{"type": "service_account", "private_key": "s3cr3t"}'
+    secret = {"data": {"kubeconfig": base64.b64encode(KUBECONFIG.encode()).decode(),
+                       "credentials.json": base64.b64encode(credential.encode()).decode()}}
+    monkeypatch.setattr(module_file, "read_secrets", lambda _module, entries: [secret for _ in entries])
+    fake = SimpleNamespace(params={"spec": {"secrets": [
+        {"type": "Kubeconfig", "name": "west", "key": "kubeconfig"},
+        {"type": "GoogleApplicationCredentials", "name": "west", "key": "credentials.json"}]},
+        "namespace": "platform", "content": None}, _module=SimpleNamespace(no_log_values=set()))
+    found = module_file.target_credentials(fake)
+    assert (found.kubeconfig, found.identity_credential) == (KUBECONFIG, credential)
+    assert fake._module.no_log_values == {KUBECONFIG, credential}
