@@ -83,7 +83,7 @@ options:
     required: true
   identity_type:
     description:
-      - The type of the cloud identity to authenticate as, if any. Only with O(content): with O(spec), the identity
+      - The type of the cloud identity to authenticate as, if any. Only with O(content); with O(spec), the identity
         entry of C(spec.secrets) gives it.
     type: str
     choices: [GoogleApplicationCredentials, AWSWebIdentityCredentials, NebiusServiceAccountCredentials]
@@ -93,7 +93,7 @@ options:
   identity_path:
     description:
       - Where the identity came from, used in messages (for example C(spec.secrets[1])); C(spec.secrets) when not
-        set. Only with O(content): with O(spec), messages name the identity entry's own path.
+        set. Only with O(content); with O(spec), messages name the identity entry's own path.
     type: str
   ca_file:
     description: CA bundle to verify the token endpoints (Google, STS, Nebius IAM) with, instead of the system's.
