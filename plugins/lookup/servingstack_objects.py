@@ -18,9 +18,9 @@ description:
     list gives the list of objects.
   - A kind the cluster does not serve (its CRD is not installed yet) reads as absent, like an
     object not created yet.
-  - The roles use it to read the cluster once and send only what differs to
-    C(kubernetes.core.k8s) and C(kubernetes.core.helm), so a re-run that changes nothing runs no
-    module. It only reads.
+  - With O(refs), returns one list of the references of the objects that exist instead, what a deletion with
+    C(kubernetes.core.k8s) needs and none of their data.
+  - It only reads.
   - Like every lookup it runs on the controller, so the cluster is given by O(kubeconfig), not by
     a task's C(environment).
 options:
@@ -29,11 +29,27 @@ options:
     required: true
     type: list
     elements: dict
+  refs:
+    description:
+      - Return one flat list holding, for each object found (named or listed, in order), its reference
+        (C(apiVersion), C(kind), C(metadata.name) and, if namespaced, C(metadata.namespace)) and nothing else.
+        Objects that do not exist are left out.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - modelplane.serving.target_cluster
 """
 
 EXAMPLES = r"""
+- name: Delete the client-CA ConfigMaps found, whatever their names.
+  kubernetes.core.k8s:
+    state: absent
+    definition: >-
+      {{ query('modelplane.serving.servingstack_objects',
+               {'apiVersion': 'v1', 'kind': 'ConfigMap', 'namespace': 'modelplane-system',
+                'label_selector': 'modelplane.ai/client-ca'},
+               kubeconfig=target_kubeconfig, refs=true) }}
+
 - name: Read the gateway and every client-CA ConfigMap in one step.
   ansible.builtin.set_fact:
     found: >-
@@ -47,7 +63,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _raw:
-  description: One result per term; an object (or C(none)) for a named object, a list of objects for a list query.
+  description:
+    - One result per term; an object (or C(none)) for a named object, a list of objects for a list query.
+    - With O(refs), the references of the objects found, in one list.
   type: list
   elements: raw
 """
@@ -57,6 +75,23 @@ from typing import Any
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
+
+
+def object_ref(obj: dict[str, Any]) -> dict[str, Any]:
+    """``{apiVersion, kind, metadata: {name[, namespace]}}`` of an object: what a deletion needs, none of its data."""
+    metadata = obj.get("metadata") or {}
+    ref = {"name": metadata.get("name")}
+    if metadata.get("namespace"):
+        ref["namespace"] = metadata["namespace"]
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": ref}
+
+
+def found_refs(results: list[Any]) -> list[dict[str, Any]]:
+    """The references of the objects in ``results`` (objects, None for one absent, lists of objects), in order."""
+    found: list[dict[str, Any]] = []
+    for result in results:
+        found.extend(object_ref(obj) for obj in (result if isinstance(result, list) else [result]) if obj)
+    return found
 
 
 def _refs(terms: list[Any]) -> list[dict[str, Any]]:
@@ -78,6 +113,7 @@ class LookupModule(LookupBase):
             return []
         try:
             client = kubeclient.connect(self.get_option("kubeconfig"), self.get_option("context"))
-            return [kubeclient.read(client, ref) for ref in refs]
+            results = [kubeclient.read(client, ref) for ref in refs]
         except kubeclient.KubeReadError as error:
             raise AnsibleLookupError(f"servingstack_objects: {error}") from None
+        return found_refs(results) if self.get_option("refs") else results

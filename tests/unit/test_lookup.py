@@ -218,6 +218,16 @@ def test_objects_reads_named_objects_lists_and_absent_ones_in_term_order(api):
     assert sorted(item["metadata"]["name"] for item in found[2]) == ["a", "c"]
     assert {(item["apiVersion"], item["kind"]) for item in found[2]} == {("v1", "ConfigMap")}
     assert found[3] is None and found[4] == []
+    # With refs, one list of what exists, as references: nothing of the data, the absent ones left out.
+    refs = run_lookup(servingstack_objects, (named, [missing, listed], unserved, unserved_list), kubeconfig=kubeconfig,
+                      refs=True)
+    assert refs[0] == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "objects-test"}}
+    assert sorted(ref["metadata"]["name"] for ref in refs[1:]) == ["a", "c"] and len(refs) == 3
+    assert all(set(ref) == {"apiVersion", "kind", "metadata"} for ref in refs)
+    cluster_scoped = run_lookup(servingstack_objects, ({"apiVersion": "v1", "kind": "Namespace",
+                                                        "metadata": {"name": "objects-test"}},),
+                                kubeconfig=kubeconfig, refs=True)
+    assert cluster_scoped == [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "objects-test"}}]
 
 
 def test_objects_refuses_a_term_without_kind_and_names_a_bad_kubeconfig(api, tmp_path):

@@ -251,7 +251,7 @@ def test_a_converge_whose_target_died_after_its_components_records_them_and_why_
     params = {"status": None, "components": PLAN, "failed": {name: refused for name in rest}, "observed_generation": 4,
               "gateway_object": None, "gateway_services": [], "stopped": f"servingstack_status: {refused}",
               "stopped_at": "status"}
-    update, patch = status.status_update(current, params, LATER)
+    _update, patch = status.status_update(current, params, LATER)
     assert set(patch) == {"conditions", "components", "observedGeneration"}, patch  # the gateway is left as it was
     found = by_type(patch["conditions"])
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "ClusterUnreachable")
