@@ -90,11 +90,13 @@ def collection_values(chart: str, driver_root: str = "/") -> dict[str, Any]:
     environment = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True)
     environment.filters["to_json"] = json.dumps
     environment.filters["bool"] = lambda value: str(value).lower() in {"true", "yes", "1"}
+    component = components.BY_NAME[role]
     context = {
-        "envoy_gateway_ai_gateway_namespace": _table_chart("ai-gateway-helm").namespace,
-        "component_entry": {"namespace": components.BY_NAME[role].namespace},
+        # What the template reads of its plan entry (plan.py): the component's namespace and its releases' charts.
+        "component_entry": {"namespace": component.namespace,
+                            "releases": [{"chart": chart.name, "namespace": chart.namespace}
+                                         for chart in component.charts]},
         "nvidia_dra_driver_root": driver_root,
-        "nvidia_dra_critical_quota": driver_root != "/",
     }
     text = (REPO_ROOT / "roles" / role / "templates" / "values.yaml.j2").read_text()
     return (yaml.safe_load(environment.from_string(text).render(context)) or {})[chart] or {}

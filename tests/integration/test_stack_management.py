@@ -334,6 +334,7 @@ def test_a_stack_whose_cluster_dies_during_the_components_is_not_ready(cluster, 
     ready = assert_stopped(management, before, generation, "ClusterUnreachable", components_ran=True)
     assert fresh_cluster.url in ready["message"] and "Connection refused" in ready["message"], ready
     # The message names the components first: every one of them did not converge.
-    failed, _, then = ready["message"].partition(" did not converge, then ")
+    failed, separator, then = ready["message"].partition(" did not converge, then ")
+    assert separator, ready
     assert set(failed.split(", ")) == {entry["name"] for entry in before["status"]["components"]}, ready
     assert then.startswith(f"servingstack_status: cannot reach the cluster at {fresh_cluster.url}"), ready

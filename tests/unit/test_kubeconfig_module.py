@@ -129,7 +129,7 @@ def test_credentials_read_from_secrets_are_censored_in_every_message(monkeypatch
     credential = '{"type": "service_account", "private_key": "s3cr3t"}'
     secret = {"data": {"kubeconfig": base64.b64encode(KUBECONFIG.encode()).decode(),
                        "credentials.json": base64.b64encode(credential.encode()).decode()}}
-    monkeypatch.setattr(module_file, "read_secrets", lambda _module, entries: [secret for _ in entries])
+    monkeypatch.setattr(module_file, "read_secrets", lambda _module, entries: [secret] * len(entries))
     fake = SimpleNamespace(params={"spec": {"secrets": [
         {"type": "Kubeconfig", "name": "west", "key": "kubeconfig"},
         {"type": "GoogleApplicationCredentials", "name": "west", "key": "credentials.json"}]},

@@ -708,7 +708,6 @@ def _gateway_facts(**extra: Any) -> dict[str, Any]:
     return {name: templar_.template(value) for name, value in task["ansible.builtin.set_fact"].items()}
 
 
-
 def test_gateway_objects_keep_yaml_lookalike_names_and_wildcard_hostnames_as_strings():
     # The spec accepts these; rendered unquoted, YAML would read an alias (*.), an integer, a boolean
     # and a null, and a real API server would refuse the objects (or the parse would fail mid-converge).
