@@ -95,7 +95,15 @@ def test_every_component_listens_on_loopback_only(cluster: ClusterHandle) -> Non
 
 
 def test_nodes_carry_what_the_charts_select_on(cluster: ClusterHandle) -> None:
-    nodes = {n["metadata"]["name"]: n for n in get_json(cluster, "nodes")["items"]}
+    # The node lifecycle controller lifts its node.kubernetes.io/not-ready taint a moment after a node turns Ready.
+    deadline = time.monotonic() + 60
+    while True:
+        nodes = {n["metadata"]["name"]: n for n in get_json(cluster, "nodes")["items"]}
+        lifecycle = [taint for node in nodes.values() for taint in node["spec"].get("taints") or []
+                     if taint["key"].startswith("node.kubernetes.io/")]
+        if not lifecycle or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert sorted(nodes) == ["kwok-gpu-2", "kwok-gpu-3", "kwok-node-1"]
     for name, node in nodes.items():
         ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
