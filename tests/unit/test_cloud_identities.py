@@ -533,6 +533,20 @@ def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
 # --------------------------------------------------------------------------- through the servingstack role
 
 
+def run_play(tmp_path, play: list, cluster, **env: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """ansible-playbook -vvv of ``play`` on localhost, reading the management cluster ``cluster`` through
+    K8S_AUTH_KUBECONFIG (with ``env`` added): the run and its whole output."""
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    env = {**without_cluster_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+           "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1", **env}
+    result = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
+         "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return result, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("kind", ["aws", "nebius"])
 def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, tmp_path, kind, target):
     """roles/servingstack connect.yml (servingstack_kubeconfig with the spec) -> k8s_info on the target as the
@@ -570,17 +584,8 @@ def test_the_role_reads_the_identity_secret_and_cleans_up(fake_clouds, rsa_key, 
             {"name": "Report.", "ansible.builtin.debug": {"msg": "wrote {{ written }}"}},
         ],
     }]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = {**without_cluster_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
-           "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-           "K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1",
-           # The role passes no CA file: the fake clouds' CA is trusted the way a private CA would be.
-           "SSL_CERT_FILE": fake_clouds.cert_file}
-    result = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
-         "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
-    output = result.stdout + result.stderr
+    # The role passes no CA file: the fake clouds' CA is trusted the way a private CA would be.
+    result, output = run_play(tmp_path, play, cluster, SSL_CERT_FILE=fake_clouds.cert_file)
     assert result.returncode == 0, output
     assert fake_clouds.rejected == [] and (fake_clouds.issued or fake_clouds.sts_credentials)
     # The target was read with the identity's token (the management reads with the admin's client certificate).
@@ -609,15 +614,7 @@ def test_the_module_names_every_unusable_secret_at_once_and_writes_nothing(tmp_p
     play = [{"name": "Credentials from the spec", "hosts": "localhost", "connection": "local", "gather_facts": False,
              "tasks": [{"name": "Write the kubeconfig.", "modelplane.serving.servingstack_kubeconfig": {
                  "spec": spec, "namespace": namespace, "dest": str(dest)}}]}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = {**without_cluster_env(), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
-           "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-           "K8S_AUTH_KUBECONFIG": cluster.kubeconfig, "ANSIBLE_NOCOLOR": "1"}
-    result = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-vvv", "-i", "localhost,", "-e",
-         "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
-    output = result.stdout + result.stderr
+    result, output = run_play(tmp_path, play, cluster)
     assert result.returncode == 2, output
     assert (f"failed: spec.secrets[0]: Secret {namespace}/west-missing was not found on the management cluster; "
             f"spec.secrets[1]: Secret {namespace}/west-identity has no key 'credentials.json' (keys: other)") in output
