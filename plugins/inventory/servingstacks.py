@@ -123,9 +123,10 @@ import os
 from typing import Any
 
 from ansible.errors import AnsibleParserError
-from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable, to_safe_group_name
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import inventory as stacks
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
 try:
     from ansible.template import trust_as_template
@@ -135,32 +136,40 @@ except ImportError:  # ansible-core before 2.19 templates every inventory string
         return value
 
 
-FILE_SUFFIXES = ("servingstacks.yml", "servingstacks.yaml")
+# Connection options a converge may reuse to reach the management cluster (read the CR's kubeconfig Secret, write
+# its status). Credentials (api_key, username, password, proxy_headers) and an inline kubeconfig mapping are never
+# copied: host variables show in `ansible-inventory --list`.
+MANAGEMENT_OPTIONS = ("kubeconfig", "context", "host", "validate_certs", "ca_cert", "client_cert", "client_key",
+                      "proxy", "no_proxy", "impersonate_user", "impersonate_groups")
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = "modelplane.serving.servingstacks"
 
     def verify_file(self, path: str) -> bool:
-        return super().verify_file(path) and path.endswith(FILE_SUFFIXES)
+        return super().verify_file(path) and path.endswith(("servingstacks.yml", "servingstacks.yaml"))
 
     def parse(self, inventory: Any, loader: Any, path: str, cache: bool = True) -> None:
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         cache_key = self.get_cache_key(path)
-        use_cache = self.get_option("cache") and cache
-        update_cache = self.get_option("cache") and not cache
-        items = None
-        if use_cache:
-            try:
-                items = self._cache[cache_key]
-            except KeyError:
-                update_cache = True
+        items = self._cache.get(cache_key) if self.get_option("cache") and cache else None
         if items is None:
             items = self.read_servingstacks()
-        if update_cache:
-            self._cache[cache_key] = items
-        self.populate(items)
+            if self.get_option("cache"):
+                self._cache[cache_key] = items
+        strict = self.get_option("strict")
+        management = management_settings(self.auth_options())
+        for name, variables, groups in sorted((stack_host(item, management) for item in items), key=lambda h: h[0]):
+            self.inventory.add_host(name)
+            for group in groups:
+                self.inventory.add_child(self.inventory.add_group(group), name)
+            for key, value in variables.items():
+                self.inventory.set_variable(name, key, value)
+            hostvars = self.inventory.get_host(name).get_vars()
+            self._set_composite_vars(self.get_option("compose"), hostvars, name, strict=strict)
+            self._add_host_to_composed_groups(self.get_option("groups"), hostvars, name, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, name, strict=strict)
 
     def auth_options(self) -> dict[str, Any]:
         """The kubernetes.core connection options this file sets (kubernetes.core reads K8S_AUTH_* for the rest)."""
@@ -169,40 +178,98 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def read_servingstacks(self) -> list[dict[str, Any]]:
         """The ServingStacks of the management cluster, as listed."""
         try:
-            import kubernetes  # noqa: F401  # pylint: disable=unused-import
             from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+            from kubernetes.dynamic.exceptions import ResourceNotFoundError
         except ImportError as error:
             raise AnsibleParserError(f"{self.NAME} needs the kubernetes Python client: {error}") from None
         auth = self.auth_options()
         try:
             client = get_api_client(**auth)
         except Exception as error:  # config errors and failed discovery alike: say where, never a traceback
-            raise AnsibleParserError(f"{self.NAME}: cannot connect to the management cluster "
-                                     f"{stacks.failed_server(auth, os.environ, loaded_server())}: "
-                                     f"{stacks.error_reason(error)}") from None
-        namespaces, selector = self.get_option("namespaces"), self.get_option("label_selector")
+            where = failed_server(auth, os.environ, loaded_server())
+            raise AnsibleParserError(f"{self.NAME}: cannot connect to the management cluster {where}: "
+                                     f"{error_reason(error)}") from None
+        # One list request per namespace; none lists every namespace.
+        namespaces = list(dict.fromkeys(name for name in self.get_option("namespaces") if name)) or [None]
         try:
-            return stacks.list_servingstacks(client.client, namespaces, selector)
-        except stacks.ManagementClusterError as error:
+            resource = client.resources.get(api_version=API_VERSION, kind=KIND)
+            listed = [item for namespace in namespaces for item in resource.get(
+                namespace=namespace, label_selector=self.get_option("label_selector")).to_dict()["items"]]
+        except Exception as error:
+            reason = (f"it does not serve {KIND} ({API_VERSION}): apply crds/servingstacks.infrastructure.modelplane.ai"
+                      ".yaml to the management cluster first" if isinstance(error, ResourceNotFoundError)
+                      else error_reason(error))
             raise AnsibleParserError(f"{self.NAME}: cannot list ServingStacks on the management cluster at "
-                                     f"{client.configuration.host}: {error}") from None
+                                     f"{client.configuration.host}: {reason}") from None
+        # The API leaves apiVersion and kind out of list items.
+        return [{"apiVersion": API_VERSION, "kind": KIND, **item} for item in listed]
 
-    def populate(self, items: list[dict[str, Any]]) -> None:
-        """One host per CR with its variables and groups, then the user's compose, groups and keyed_groups."""
-        strict = self.get_option("strict")
-        management = stacks.management_settings(self.auth_options())
-        for host in stacks.stack_hosts(items, management):
-            self.inventory.add_host(host.name)
-            for group in host.groups:
-                self.inventory.add_group(group)
-                self.inventory.add_child(group, host.name)
-            for key, value in host.variables.items():
-                trusted = trust_as_template(value) if key in stacks.TEMPLATED_VARIABLES else value
-                self.inventory.set_variable(host.name, key, trusted)
-            hostvars = self.inventory.get_host(host.name).get_vars()
-            self._set_composite_vars(self.get_option("compose"), hostvars, host.name, strict=strict)
-            self._add_host_to_composed_groups(self.get_option("groups"), hostvars, host.name, strict=strict)
-            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, host.name, strict=strict)
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def stack_host(item: dict[str, Any], management: dict[str, Any]) -> tuple[str, dict[str, Any], list[str]]:
+    """The host name, variables and groups of one listed CR. Never raises: an invalid spec makes a host in
+    ``servingstack_invalid``."""
+    metadata = _mapping(item.get("metadata"))
+    namespace = str(metadata.get("namespace") or spec.DEFAULT_NAMESPACE)
+    # The CR as the servingstack role's servingstack_definition takes it; managedFields is server bookkeeping.
+    read = {**item, "metadata": {key: value for key, value in metadata.items() if key != "managedFields"}}
+    definition = {key: read[key] for key in ("apiVersion", "kind", "metadata", "spec") if key in read}
+    variables: dict[str, Any] = {
+        "ansible_connection": "local",
+        # The controller's own Python; Ansible 2.19 trusts no plugin-set string as a template by itself.
+        "ansible_python_interpreter": trust_as_template("{{ ansible_playbook_python }}"),
+        "servingstack_name": metadata.get("name"),
+        "servingstack_namespace": namespace,
+        "servingstack_definition": definition,
+        "servingstack_live_status": _mapping(item.get("status")),
+        "servingstack_labels": _mapping(metadata.get("labels")),
+        "servingstack_management": dict(management),
+    }
+    groups = ["servingstacks", f"servingstack_namespace_{namespace}"]
+    validation = spec.validate(definition)
+    if validation.errors:
+        variables["servingstack_spec_errors"] = [str(problem) for problem in validation.errors]
+        groups.append("servingstack_invalid")
+    else:
+        variables["servingstack_stack"] = validation.manifest["spec"]["stack"]
+        groups.append(f"servingstack_stack_{variables['servingstack_stack'].lower()}")
+    return f"{namespace}/{metadata.get('name')}", variables, [to_safe_group_name(group) for group in groups]
+
+
+def management_settings(options: dict[str, Any]) -> dict[str, Any]:
+    """The non-secret connection options the inventory file sets (left-out ones are not set)."""
+    settings = {key: options[key] for key in MANAGEMENT_OPTIONS if options.get(key) not in (None, "", [])}
+    if not isinstance(settings.get("kubeconfig", ""), str):
+        del settings["kubeconfig"]  # an inline kubeconfig mapping holds the credentials themselves
+    return settings
+
+
+def error_reason(error: BaseException) -> str:
+    """A short reason for a failed request or connection: the HTTP status, else the cause, never a body."""
+    status, reason = getattr(error, "status", None), getattr(error, "reason", None)
+    if status:
+        return f"{status} {reason or ''}".strip()
+    if reason is not None and str(reason):
+        return str(reason)
+    return str(error) or type(error).__name__
+
+
+def failed_server(auth: dict[str, Any], environ: Any, loaded: str = "") -> str:
+    """Which management cluster a failed connection was for, as ``at <server>`` or ``of the kubeconfig <path>``.
+
+    ``host`` (the option, else K8S_AUTH_HOST) wins, as in kubernetes.core; else ``loaded``, the server of the
+    kubeconfig the client loaded before discovery failed (the client's default ``http://localhost`` when none
+    was loaded), with the kubeconfig's path.
+    """
+    host = auth.get("host") or environ.get("K8S_AUTH_HOST")
+    if host:
+        return f"at {host.rstrip('/')}"
+    path = auth.get("kubeconfig") or environ.get("K8S_AUTH_KUBECONFIG") or environ.get("KUBECONFIG")
+    where = f"kubeconfig {path}" if isinstance(path, str) and path else "default kubeconfig"
+    return f"at {loaded} ({where})" if loaded and loaded != "http://localhost" else f"of the {where}"
 
 
 def loaded_server() -> str:

@@ -1,5 +1,5 @@
-"""The servingstacks inventory: CRs to hosts and groups (module_utils/servingstack/inventory.py), and the plugin
-in process with the user's compose, groups and keyed_groups over CRs given to it (no cluster)."""
+"""The servingstacks inventory plugin: CRs to hosts and groups, and the plugin in process with the user's compose,
+groups and keyed_groups over CRs given to it (no cluster)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible.errors import AnsibleParserError
 from ansible.inventory.data import InventoryData
 from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.inventory import to_safe_group_name
 from ansible.plugins.loader import inventory_loader
 from ansible_collections.modelplane.serving.plugins.inventory import servingstacks
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import inventory
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import PREFIX, outcome
 from servingstack_docs import REPO, edit, load_example
 from test_servingstack_spec_module import BIN, ENV
@@ -51,18 +50,11 @@ def module_messages(document: dict) -> list[str]:
 
 # Pure functions.
 
-@pytest.mark.parametrize("name", ["servingstack_namespace_team-a", "servingstack_namespace_a.b", "plain_name",
-                                  "label_team_ml platform/x", "9lives"])
-def test_group_names_are_sanitised_as_inventory_plugins_sanitise_them(name):
-    assert inventory.safe_group_name(name) == to_safe_group_name(name)
-
-
 def test_a_valid_servingstack_is_a_local_host_with_its_definition_status_and_stack():
     item = live("west-gke-stack", "platform", labels={"fleet": "prod"}, status=READY)
-    host = inventory.stack_host(item, {"kubeconfig": "/etc/management.yaml"})
-    assert host.name == "platform/west-gke-stack"
-    assert host.groups == ("servingstacks", "servingstack_namespace_platform", "servingstack_stack_standard")
-    variables = host.variables
+    name, variables, groups = servingstacks.stack_host(item, {"kubeconfig": "/etc/management.yaml"})
+    assert name == "platform/west-gke-stack"
+    assert groups == ["servingstacks", "servingstack_namespace_platform", "servingstack_stack_standard"]
     assert variables["ansible_connection"] == "local"
     assert variables["ansible_python_interpreter"] == "{{ ansible_playbook_python }}"
     assert (variables["servingstack_name"], variables["servingstack_namespace"]) == ("west-gke-stack", "platform")
@@ -81,24 +73,26 @@ def test_a_valid_servingstack_is_a_local_host_with_its_definition_status_and_sta
 
 
 def test_the_stack_group_follows_the_stack():
-    host = inventory.stack_host(live("east", "team-a", spec__stack="Dynamo"))
-    assert host.groups == ("servingstacks", "servingstack_namespace_team_a", "servingstack_stack_dynamo")
-    assert host.variables["servingstack_stack"] == "Dynamo"
+    _, variables, groups = servingstacks.stack_host(live("east", "team-a", spec__stack="Dynamo"), {})
+    # Sanitised as every inventory plugin's group names are.
+    assert groups == ["servingstacks", "servingstack_namespace_team_a", "servingstack_stack_dynamo"]
+    assert variables["servingstack_stack"] == "Dynamo"
 
 
 def test_an_invalid_servingstack_is_a_host_in_servingstack_invalid_with_the_modules_messages():
     item = live("broken", "platform", spec__gateway__listeners=[{"name": "http", "port": 70000, "protocol": "HTTP"}],
                 spec__versions__envoyGateway="v1.9.0", status={"observedGeneration": 1})
-    host = inventory.stack_host(item)
-    assert host.groups == ("servingstacks", "servingstack_namespace_platform", "servingstack_invalid")
-    errors = host.variables["servingstack_spec_errors"]
-    assert errors == module_messages(inventory.definition(item))
+    _, variables, groups = servingstacks.stack_host(item, {})
+    assert groups == ["servingstacks", "servingstack_namespace_platform", "servingstack_invalid"]
+    errors = variables["servingstack_spec_errors"]
+    assert errors == module_messages(variables["servingstack_definition"])
     assert "spec.gateway.listeners[0].port: 70000 is above the maximum 65535" in errors
     assert any(error.startswith('spec.versions.envoyGateway: "v1.9.0"') for error in errors)
-    assert "servingstack_stack" not in host.variables
+    assert "servingstack_stack" not in variables
     # Still everything a converge needs to report it.
-    assert host.variables["servingstack_definition"]["metadata"]["name"] == "broken"
-    assert host.variables["servingstack_live_status"] == {"observedGeneration": 1}
+    assert variables["servingstack_definition"]["metadata"]["name"] == "broken"
+    assert "managedFields" not in variables["servingstack_definition"]["metadata"]
+    assert variables["servingstack_live_status"] == {"observedGeneration": 1}
 
 
 @pytest.mark.parametrize("item", [
@@ -112,16 +106,11 @@ def test_an_invalid_servingstack_is_a_host_in_servingstack_invalid_with_the_modu
      "metadata": {"name": "deep", "namespace": "x"}, "spec": {"gateway": {"listeners": [[[[[]]]]]}}},
 ])
 def test_anything_listed_becomes_a_host_never_an_exception(item):
-    host = inventory.stack_host(item)
-    assert "servingstack_invalid" in host.groups and "servingstacks" in host.groups
-    assert host.variables["servingstack_spec_errors"]
-    assert host.variables["servingstack_labels"] == {}
-    assert isinstance(host.variables["servingstack_live_status"], dict)
-
-
-def test_hosts_are_ordered_by_name():
-    hosts = inventory.stack_hosts([live("b", "platform"), live("z", "alpha"), live("a", "platform")])
-    assert [host.name for host in hosts] == ["alpha/z", "platform/a", "platform/b"]
+    _, variables, groups = servingstacks.stack_host(item, {})
+    assert "servingstack_invalid" in groups and "servingstacks" in groups
+    assert variables["servingstack_spec_errors"]
+    assert variables["servingstack_labels"] == {}
+    assert isinstance(variables["servingstack_live_status"], dict)
 
 
 def test_management_settings_keep_only_what_is_not_secret():
@@ -130,7 +119,7 @@ def test_management_settings_keep_only_what_is_not_secret():
                "ca_cert": "/etc/ca.pem", "client_cert": "/etc/c.pem", "client_key": "/etc/c.key",
                "proxy": "http://proxy:3128", "no_proxy": "", "proxy_headers": {"proxy_basic_auth": f"u:{SECRET}"},
                "impersonate_user": None, "impersonate_groups": ["ops"], "persist_config": True}
-    settings = inventory.management_settings(options)
+    settings = servingstacks.management_settings(options)
     assert settings == {"kubeconfig": "/etc/mgmt.yaml", "context": "mgmt", "host": "https://203.0.113.9:6443",
                         "validate_certs": False, "ca_cert": "/etc/ca.pem", "client_cert": "/etc/c.pem",
                         "client_key": "/etc/c.key", "proxy": "http://proxy:3128", "impersonate_groups": ["ops"]}
@@ -139,12 +128,7 @@ def test_management_settings_keep_only_what_is_not_secret():
 
 def test_an_inline_kubeconfig_is_never_a_management_setting():
     inline = {"apiVersion": "v1", "users": [{"name": "u", "user": {"token": SECRET}}]}
-    assert inventory.management_settings({"kubeconfig": inline, "context": "c"}) == {"context": "c"}
-
-
-@pytest.mark.parametrize("given,wanted", [(None, [""]), ([], [""]), (["a", "b", "a", ""], ["a", "b"])])
-def test_namespaces_to_list(given, wanted):
-    assert inventory.wanted_namespaces(given) == wanted
+    assert servingstacks.management_settings({"kubeconfig": inline, "context": "c"}) == {"context": "c"}
 
 
 def test_error_reasons_are_short():
@@ -154,9 +138,9 @@ def test_error_reasons_are_short():
     class ConnectionFailure(Exception):
         reason = "Connection refused"
 
-    assert inventory.error_reason(ApiError("whatever")) == "403 Forbidden"
-    assert inventory.error_reason(ConnectionFailure("pool says")) == "Connection refused"
-    assert inventory.error_reason(ValueError("Invalid kube-config file")) == "Invalid kube-config file"
+    assert servingstacks.error_reason(ApiError("whatever")) == "403 Forbidden"
+    assert servingstacks.error_reason(ConnectionFailure("pool says")) == "Connection refused"
+    assert servingstacks.error_reason(ValueError("Invalid kube-config file")) == "Invalid kube-config file"
 
 
 @pytest.mark.parametrize("auth,environ,loaded,described", [
@@ -167,7 +151,7 @@ def test_error_reasons_are_short():
     ({"kubeconfig": {"inline": "mapping"}}, {}, "", "of the default kubeconfig"),
 ])
 def test_a_failed_connection_names_its_server(auth, environ, loaded, described):
-    assert inventory.failed_server(auth, environ, loaded) == described
+    assert servingstacks.failed_server(auth, environ, loaded) == described
 
 
 # The plugin in process, over CRs handed to it.
@@ -203,7 +187,9 @@ def members(data: InventoryData, group: str) -> set[str]:
 
 def test_the_plugin_makes_the_hosts_and_groups(tmp_path):
     data = parse(tmp_path, {}, FLEET)
-    assert members(data, "servingstacks") == {"platform/west-gke-stack", "team-a/east", "platform/broken"}
+    # In host name order, whatever order the cluster listed them in.
+    assert [host.name for host in data.groups["servingstacks"].get_hosts()] == \
+        ["platform/broken", "platform/west-gke-stack", "team-a/east"]
     assert members(data, "servingstack_invalid") == {"platform/broken"}
     assert members(data, "servingstack_namespace_platform") == {"platform/west-gke-stack", "platform/broken"}
     assert members(data, "servingstack_namespace_team_a") == {"team-a/east"}
@@ -267,6 +253,59 @@ def test_secrets_in_the_file_never_reach_host_variables(tmp_path):
     variables = data.get_host("platform/west-gke-stack").get_vars()
     assert variables["servingstack_management"] == {"host": "https://203.0.113.9:6443", "validate_certs": True}
     assert SECRET not in json.dumps(variables, default=str)
+
+
+class FakeServingStacks:
+    """The dynamic client's ServingStack resource: records each list request, lists ``items`` in any namespace."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self.items, self.requests = items, []
+
+    def get(self, namespace: str | None, label_selector: str) -> object:
+        self.requests.append((namespace, label_selector))
+        listed = [item for item in self.items if namespace in (None, item["metadata"]["namespace"])]
+        return type("ResourceList", (), {"to_dict": lambda _: {"items": copy.deepcopy(listed)}})()
+
+
+def reading_plugin(monkeypatch, tmp_path: Path, config: dict, served: FakeServingStacks | None):
+    """The plugin configured from ``config``, its cluster standing in: ``served`` is the ServingStack resource, or
+    None for a cluster without the CRD."""
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s import client as k8s_client
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    def resource(api_version: str, kind: str) -> FakeServingStacks:
+        assert (api_version, kind) == ("infrastructure.modelplane.ai/v1alpha1", "ServingStack")
+        if served is None:
+            raise ResourceNotFoundError(f"{kind} not found")
+        return served
+
+    fake = type("Client", (), {"resources": type("Resources", (), {"get": staticmethod(resource)})(),
+                               "configuration": type("Configuration", (), {"host": "https://192.0.2.7:6443"})()})()
+    monkeypatch.setattr(k8s_client, "get_api_client", lambda **auth: fake)
+    path = tmp_path / "read.servingstacks.yml"
+    path.write_text(yaml.safe_dump({"plugin": "modelplane.serving.servingstacks", **config}))
+    plugin = inventory_loader.get("modelplane.serving.servingstacks")
+    plugin.parse(InventoryData(), DataLoader(), str(path), cache=False)
+    return plugin
+
+
+def test_the_plugin_lists_each_namespace_once_or_all_and_keeps_the_kind(monkeypatch, tmp_path):
+    served = FakeServingStacks([{key: value for key, value in item.items() if key not in ("apiVersion", "kind")}
+                                for item in FLEET])
+    reading_plugin(monkeypatch, tmp_path, {"namespaces": ["team-a", "", "platform", "team-a"],
+                                           "label_selector": "fleet=prod"}, served)
+    assert served.requests == [("team-a", "fleet=prod"), ("platform", "fleet=prod")]
+    served.requests.clear()
+    plugin = reading_plugin(monkeypatch, tmp_path, {}, served)
+    assert served.requests == [(None, "")]
+    listed = plugin.read_servingstacks()
+    assert [(item["apiVersion"], item["kind"]) for item in listed] == [(FLEET[0]["apiVersion"], "ServingStack")] * 3
+
+
+def test_a_cluster_without_the_crd_is_refused_naming_the_server(monkeypatch, tmp_path):
+    with pytest.raises(AnsibleParserError, match=r"cannot list ServingStacks on the management cluster at "
+                                                  r"https://192\.0\.2\.7:6443: it does not serve ServingStack"):
+        reading_plugin(monkeypatch, tmp_path, {}, None)
 
 
 def test_the_plugin_takes_only_servingstacks_files(tmp_path):
