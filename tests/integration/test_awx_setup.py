@@ -153,8 +153,13 @@ def _names(awx: dict, key: str) -> set[str]:
     return {item["name"] for item in awx[key]}
 
 
+def _job_type(template: dict) -> str:
+    """A template's job type; awx_setup.yml sends run for one that names none."""
+    return template.get("job_type", "run")
+
+
 def _template(awx: dict, playbook: str, job_type: str = "run") -> dict:
-    (found,) = [t for t in awx["controller_templates"] if t["playbook"] == playbook and t["job_type"] == job_type]
+    (found,) = [t for t in awx["controller_templates"] if t["playbook"] == playbook and _job_type(t) == job_type]
     return found
 
 
@@ -176,8 +181,8 @@ def test_every_job_template_runs_a_playbook_of_this_repository_with_objects_the_
         assert template["instance_groups"] and all(isinstance(g, str) and g for g in template["instance_groups"])
         assert isinstance(template["timeout"], int) and template["timeout"] > 0, template["name"]
         by_playbook.setdefault(template["playbook"], []).append(template)
-    converge = [t for t in by_playbook["playbooks/site.yml"] if t["job_type"] == "run"]
-    check = [t for t in by_playbook["playbooks/site.yml"] if t["job_type"] == "check"]
+    converge = [t for t in by_playbook["playbooks/site.yml"] if _job_type(t) == "run"]
+    check = [t for t in by_playbook["playbooks/site.yml"] if _job_type(t) == "check"]
     assert len(converge) == 1 and not converge[0].get("diff_mode")
     assert len(check) == 1 and check[0]["diff_mode"] is True
     assert {"playbooks/teardown.yml", "playbooks/status.yml"} <= set(by_playbook)
@@ -518,8 +523,7 @@ def test_the_schedule_converges_on_an_rrule_awx_accepts(awx: dict):
     (schedule,) = awx["controller_schedules"]
     assert _rrule_errors(schedule["rrule"]) == []
     assert _rrule_errors("DTSTART:20260101T000000 RRULE:FREQ=HOURLY") != []  # the check has teeth
-    converge = next(t for t in awx["controller_templates"] if t["playbook"] == "playbooks/site.yml"
-                    and t["job_type"] == "run")
+    converge = _template(awx, "playbooks/site.yml")
     assert schedule["unified_job_template"] == converge["name"]
     # A scheduled launch answers no survey: every required question of the template needs a default.
     assert all("default" in q for q in converge["survey_spec"]["spec"] if q["required"])
@@ -636,7 +640,7 @@ def test_awx_setup_applies_the_vars_in_dependency_order_keeping_the_secrets_out_
     templates = {params["name"]: params for params in by_module["job_template"]}
     for template in awx["controller_templates"]:
         sent = templates[template["name"]]
-        assert sent["playbook"] == template["playbook"] and sent["job_type"] == template["job_type"]
+        assert sent["playbook"] == template["playbook"] and sent["job_type"] == _job_type(template)
         assert sent.get("survey_spec") == template.get("survey_spec")
         assert sent["survey_enabled"] is template["survey_enabled"] and sent["forks"] == template["forks"]
         assert (sent["instance_groups"], sent["timeout"]) == (template["instance_groups"], template["timeout"])
@@ -694,10 +698,10 @@ def test_awx_setup_refuses_a_wrong_chart_mirror_before_calling_the_controller(
     ({"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_OAUTH_TOKEN": "t"},
      "modelplane_awx_management_kubeconfig (MODELPLANE_MANAGEMENT_KUBECONFIG): not set"),
     ({"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_OAUTH_TOKEN": "t",
-      "MODELPLANE_MANAGEMENT_KUBECONFIG": "{missing}"}, "{missing} is not a file"),
+      "MODELPLANE_MANAGEMENT_KUBECONFIG": "{missing}"}, "{missing} is not a file holding a kubeconfig"),
     ({"CONTROLLER_HOST": "https://awx.invalid", "CONTROLLER_OAUTH_TOKEN": "t",
       "MODELPLANE_MANAGEMENT_KUBECONFIG": "{not_kubeconfig}"},
-     "{not_kubeconfig} is not a kubeconfig with clusters and a current-context"),
+     "{not_kubeconfig} is not a file holding a kubeconfig with clusters and a current-context"),
 ])
 def test_awx_setup_refuses_a_missing_login_or_kubeconfig_before_calling_the_controller(
         stand_in: Path, tmp_path: Path, env: dict[str, str], message: str):
