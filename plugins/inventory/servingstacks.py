@@ -120,6 +120,7 @@ cache_timeout: 3600
 """
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleParserError
@@ -195,14 +196,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             resource = client.resources.get(api_version=API_VERSION, kind=KIND)
             listed = [item for namespace in namespaces for item in resource.get(
                 namespace=namespace, label_selector=self.get_option("label_selector")).to_dict()["items"]]
+        except ResourceNotFoundError:
+            reason = (f"it does not serve {KIND} ({API_VERSION}): apply "
+                      "crds/servingstacks.infrastructure.modelplane.ai.yaml to the management cluster first")
         except Exception as error:
-            reason = (f"it does not serve {KIND} ({API_VERSION}): apply crds/servingstacks.infrastructure.modelplane.ai"
-                      ".yaml to the management cluster first" if isinstance(error, ResourceNotFoundError)
-                      else error_reason(error))
-            raise AnsibleParserError(f"{self.NAME}: cannot list ServingStacks on the management cluster at "
-                                     f"{client.configuration.host}: {reason}") from None
-        # The API leaves apiVersion and kind out of list items.
-        return [{"apiVersion": API_VERSION, "kind": KIND, **item} for item in listed]
+            reason = error_reason(error)
+        else:
+            # The API leaves apiVersion and kind out of list items.
+            return [{"apiVersion": API_VERSION, "kind": KIND, **item} for item in listed]
+        raise AnsibleParserError(f"{self.NAME}: cannot list ServingStacks on the management cluster at "
+                                 f"{client.configuration.host}: {reason}")
 
 
 def _mapping(value: object) -> dict[str, Any]:
@@ -234,8 +237,8 @@ def stack_host(item: dict[str, Any], management: dict[str, Any]) -> tuple[str, d
         variables["servingstack_spec_errors"] = [str(problem) for problem in validation.errors]
         groups.append("servingstack_invalid")
     else:
-        variables["servingstack_stack"] = validation.manifest["spec"]["stack"]
-        groups.append(f"servingstack_stack_{variables['servingstack_stack'].lower()}")
+        stack = variables["servingstack_stack"] = validation.manifest["spec"]["stack"]
+        groups.append(f"servingstack_stack_{stack.lower()}")
     return f"{namespace}/{metadata.get('name')}", variables, [to_safe_group_name(group) for group in groups]
 
 
@@ -257,7 +260,7 @@ def error_reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def failed_server(auth: dict[str, Any], environ: Any, loaded: str = "") -> str:
+def failed_server(auth: dict[str, Any], environ: Mapping[str, str], loaded: str = "") -> str:
     """Which management cluster a failed connection was for, as ``at <server>`` or ``of the kubeconfig <path>``.
 
     ``host`` (the option, else K8S_AUTH_HOST) wins, as in kubernetes.core; else ``loaded``, the server of the
