@@ -13,7 +13,9 @@ description:
   - Reads the inference Gateway's first status address and, when the gateway has a hostname,
     the PEM certificate of the CA that signed its serving certificate, from the target cluster.
   - Returns the ServingStack C(status) shape (a C(gateway) mapping with C(address) and
-    C(caCertificate)), leaving out what is not known yet (an empty dict when nothing is).
+    C(caCertificate)), leaving out what is not known yet. While the gateway has no address, C(pending) says
+    why, from the Gateway's C(Programmed) condition and the LoadBalancer Services Envoy Gateway made for it
+    (labelled with the Gateway, in any namespace; read only then).
   - The CA comes from the ConfigMap trust-manager publishes (key C(ca.crt)); before that exists,
     from the CA Secret's C(ca.crt). Only CERTIFICATE blocks are returned, never a key.
   - Like every lookup it runs on the controller, so the cluster is given by O(kubeconfig), not by
@@ -91,6 +93,12 @@ _raw:
         caCertificate:
           description: PEM certificate of the CA that signed the gateway's serving certificate.
           type: str
+    pending:
+      description:
+        - Why the gateway has no address yet, while it has none. Not a status field; the
+          M(modelplane.serving.servingstack_status_update) module writes it in the C(Ready) condition's message.
+      type: str
+      sample: "the LoadBalancer Service envoy-gateway-system/envoy-x of the Gateway has no ingress address: ..."
 """
 
 from typing import Any
@@ -110,11 +118,15 @@ class LookupModule(LookupBase):
         options = {name: self.get_option(name) for name in (
             "kubeconfig", "context", "hostname", "ca", "gateway_name", "gateway_namespace", "ca_name",
             "ca_configmap_namespace", "ca_secret_namespace")}
+        name, namespace = options["gateway_name"], options["gateway_namespace"]
         try:
             client = kubeclient.connect(options["kubeconfig"], options["context"])
-            gateway = kubeclient.read(client, _ref("gateway.networking.k8s.io/v1", "Gateway",
-                                                   options["gateway_name"], options["gateway_namespace"]))
-            ca = None
+            gateway = kubeclient.read(client, _ref("gateway.networking.k8s.io/v1", "Gateway", name, namespace))
+            address, services, ca = status.gateway_address(gateway), [], None
+            if address is None and gateway is not None:
+                services = kubeclient.read(client, {"apiVersion": "v1", "kind": "Service", "label_selector": (
+                    f"gateway.envoyproxy.io/owning-gateway-name={name},"
+                    f"gateway.envoyproxy.io/owning-gateway-namespace={namespace}")})
             if options["ca"] == "always" or (options["ca"] == "auto" and options["hostname"]):
                 ca = status.ca_from_configmap(kubeclient.read(client, _ref(
                     "v1", "ConfigMap", options["ca_name"], options["ca_configmap_namespace"])))
@@ -123,4 +135,5 @@ class LookupModule(LookupBase):
                         "v1", "Secret", options["ca_name"], options["ca_secret_namespace"])))
         except kubeclient.KubeReadError as error:
             raise AnsibleLookupError(f"servingstack_status: {error}") from None
-        return [status.gateway_status(status.gateway_address(gateway), ca)]
+        found = status.gateway_status(address, ca)
+        return [found if address else {**found, "pending": status.address_pending(gateway, services)}]

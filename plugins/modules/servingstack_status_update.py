@@ -26,14 +26,11 @@ description:
     example C(CertManagerFailed), the first failed component in plan order) and a message naming each failed
     component with a one-line summary of its error, credentials removed. C(Ready) is the same when a component
     failed; otherwise C(True) (reason C(Available)) once the gateway has an address, else C(False) with reason
-    C(GatewayAddressPending) and a message saying why, from O(gateway_object) and O(gateway_services).
+    C(GatewayAddressPending) and O(status)'s C(pending) as the message.
   - >-
     With O(stopped) (a converge that stopped), C(Ready) and C(Synced) are C(False) with a reason from O(stopped_at)
     and the error, and O(stopped) summarised on one line, credentials removed, as their message;
-    C(status.observedGeneration) is written, C(status.gateway) left as it is without O(status). Stopped before
-    the components were done, C(status.components) is left as it is and O(components) and O(failed) are not used;
-    stopped at V(status) (the components ran, then the target's status could not be read), C(status.components)
-    is written from them and the message starts by naming the components that did not converge. The reasons are
+    C(status.observedGeneration) is written, C(status.gateway) left as it is without O(status). The reasons are
     C(InvalidSpec) (the spec module refused the ServingStack), C(CredentialsUnavailable) (the kubeconfig Secret or
     the identity's credential is missing or unusable, or the target cluster refused them), C(ClusterUnreachable)
     (the target's API server could not be reached, for a refused connection, DNS, TLS or a timeout),
@@ -53,7 +50,8 @@ options:
   status:
     description:
       - The status to write, as the C(modelplane.serving.servingstack_status) lookup returns it
-        (a C(gateway) mapping with optional C(address) and C(caCertificate)).
+        (a C(gateway) mapping with optional C(address) and C(caCertificate)), and C(pending), why the gateway has
+        no address yet, for the C(Ready) condition's message.
       - Without it C(status.gateway) is left as it is (a converge that did not read the target cluster).
     type: dict
   components:
@@ -77,25 +75,16 @@ options:
     description:
       - Where the converge stopped, for the conditions' reason with O(stopped). V(spec) reading the ServingStack,
         V(credentials) making the target's kubeconfig and identity ready, V(preflight) the first calls to the
-        target cluster, V(components) later, before the components are done, V(status) reading the target's status
-        once the components ran (the target stopped answering part-way). Only with V(status) are O(components) and
-        O(failed) used, for C(status.components) and to name the failed components in the message.
+        target cluster, V(components) later, before the components are done (C(status.components) is left as it
+        is), V(status) once the components ran (the prune, or reading the target's status when the target stopped
+        answering part-way). Only with V(status) are O(components) and O(failed) used, for C(status.components)
+        and to name the failed components before the message.
     type: str
     default: components
     choices: [spec, credentials, preflight, components, status]
   observed_generation:
     description: C(metadata.generation) of the ServingStack when the run read it.
     type: int
-  gateway_object:
-    description:
-      - The Gateway as read from the target cluster (or null when it does not exist), to say why it has no address.
-      - Used only when O(status) has no gateway address.
-    type: dict
-  gateway_services:
-    description: The Services Envoy Gateway made for the Gateway, read from the target cluster.
-    type: list
-    elements: dict
-    default: []
 extends_documentation_fragment:
   - modelplane.serving.kubernetes_auth
   - modelplane.serving.management_cluster
@@ -152,7 +141,7 @@ conditions:
        observedGeneration: 3, lastTransitionTime: "2026-12-02T21:49:00Z"}
 components:
   description: C(status.components) after the update.
-  returned: when O(components) is given without O(stopped)
+  returned: when O(components) is given, without O(stopped) or with O(stopped_at=status)
   type: list
   elements: dict
   sample: [{name: cert_manager, version: v1.21.1, ready: true}]
@@ -163,7 +152,7 @@ observed_generation:
   sample: 3
 pending:
   description: Why the gateway has no address (empty once it has one).
-  returned: when O(components) is given
+  returned: when O(components) is given without O(stopped)
   type: str
   sample: "the LoadBalancer Service envoy-gateway-system/envoy-x of the Gateway has no ingress address: ..."
 """

@@ -1,5 +1,5 @@
 """Why the gateway has no address, as the servingstack role writes it to a live ServingStack's status:
-the role's report step reads the Gateway and its Services from a cluster without the operator double (nothing
+the role's finish step reads the Gateway and its Services from a cluster without the operator double (nothing
 assigns an address) and writes Ready=False / GatewayAddressPending with the reason."""
 
 from __future__ import annotations
@@ -47,12 +47,13 @@ def cluster(tmp_path_factory):
 
 
 def report(cluster, tmp_path) -> dict:
-    """The role's report step (report.yml) for the live ServingStack; returns the Ready condition."""
-    playbook = tmp_path / "report.yml"
+    """The role's finish step (finish.yml) for the live ServingStack, its one component converged; returns the Ready
+    condition."""
+    playbook = tmp_path / "finish.yml"
     playbook.write_text(yaml.safe_dump([{
         "name": "Report a stack's status.", "hosts": "localhost", "gather_facts": False,
         "tasks": [{"name": "Report.", "ansible.builtin.include_role": {
-            "name": "modelplane.serving.servingstack", "tasks_from": "report.yml"}}],
+            "name": "modelplane.serving.servingstack", "tasks_from": "finish.yml"}}],
     }]))
     result = cluster.run_playbook(playbook, extra_vars={
         "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform",
@@ -60,6 +61,7 @@ def report(cluster, tmp_path) -> dict:
         "servingstack_spec": {"gateway": {}},
         "servingstack_manifest": {"metadata": {"generation": 1}},
         "servingstack_plan": [{"name": "envoy_gateway", "version": "v1.8.4"}],
+        "servingstack_outcomes": {"envoy_gateway": {"state": "converged"}}, "servingstack_prune": [],
         # The Gateway of an earlier version, in Envoy Gateway's namespace, as a play would set it.
         "envoy_gateway_gateway_namespace": NS,
     })

@@ -15,7 +15,6 @@ from ansible_collections.modelplane.serving.plugins.lookup import (
     servingstack_objects,
     servingstack_status,
 )
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import GATEWAY_NAMESPACE
 
 PLUGINS = Path(servingstack_component.__file__).resolve().parents[1]
@@ -48,7 +47,6 @@ def test_documentation_parses(path):
 
 def test_status_lookup_defaults_match_the_names_the_roles_use():
     options = docs(PLUGINS / "lookup" / "servingstack_status.py")["DOCUMENTATION"]["options"]
-    assert options["gateway_name"]["default"] == status.GATEWAY_NAME
     roles = PLUGINS.parent / "roles"
     envoy_gateway = yaml.safe_load((roles / "envoy_gateway" / "defaults" / "main.yml").read_text())
     trust_manager = yaml.safe_load((roles / "trust_manager" / "defaults" / "main.yml").read_text())
@@ -59,8 +57,6 @@ def test_status_lookup_defaults_match_the_names_the_roles_use():
     assert options["ca_name"]["default"] == envoy_gateway["envoy_gateway_ca_name"] \
         == trust_manager["trust_manager_ca_name"]
     assert options["ca_configmap_namespace"]["default"] == trust_manager["trust_manager_target_namespace"]
-    assert options["ca_name"]["default"] == status.CA_NAME
-    assert options["ca_secret_namespace"]["default"] == status.CA_SECRET_NAMESPACE
     # envoy_gateway_ca_namespace's default: trust-manager's namespace in the components table.
     assert options["ca_secret_namespace"]["default"] == component("trust_manager")[0]["namespace"]
     # The servingstack role gives the lookup only what a play sets (servingstack_status_names): these defaults
@@ -72,7 +68,6 @@ def test_status_lookup_defaults_match_the_names_the_roles_use():
                              "ca_secret_namespace": "envoy_gateway_ca_namespace",
                              "ca_configmap_namespace": "trust_manager_target_namespace"}.items():
         assert f"'{option}': {variable} | default(none)" in names, option
-    assert options["ca_configmap_namespace"]["default"] == status.CA_CONFIGMAP_NAMESPACE
 
 
 def fragment_options(name: str) -> dict:
@@ -162,9 +157,12 @@ def read_status(kubeconfig, **options):
     return run_lookup(servingstack_status, [], kubeconfig=kubeconfig, **options)[0]
 
 
-def test_status_is_empty_before_the_gateway_exists(api):
+NO_GATEWAY = {"pending": "the Gateway does not exist on the target cluster"}
+
+
+def test_status_says_why_before_the_gateway_exists(api):
     kubeconfig = api[1]
-    assert read_status(kubeconfig, hostname="a.example.com") == {}
+    assert read_status(kubeconfig, hostname="a.example.com") == NO_GATEWAY
 
 
 def test_status_reads_the_address_and_the_published_ca(api):
@@ -179,9 +177,9 @@ def test_status_reads_the_address_and_the_published_ca(api):
     core.create_namespaced_secret("cert-manager", {"metadata": {"name": "mp-gateway-ca"}, "data": {
         "ca.crt": base64.b64encode(CERT.encode()).decode(), "tls.key": base64.b64encode(key.encode()).decode()}})
     # Without a Gateway there is no address; the CA falls back to the Secret's ca.crt (never tls.key).
-    assert read_status(kubeconfig, hostname="a.example.com") == {"gateway": {"caCertificate": CERT}}
+    assert read_status(kubeconfig, hostname="a.example.com") == {"gateway": {"caCertificate": CERT}, **NO_GATEWAY}
     # Without a hostname the gateway has no CA to report.
-    assert read_status(kubeconfig) == {}
+    assert read_status(kubeconfig) == NO_GATEWAY
     core.create_namespaced_config_map("modelplane-system", {"metadata": {"name": "mp-gateway-ca"},
                                                             "data": {"ca.crt": CERT}})
     assert read_status(kubeconfig, hostname="a.example.com")["gateway"]["caCertificate"] == CERT

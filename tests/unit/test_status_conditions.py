@@ -140,7 +140,7 @@ def test_a_helm_error_list_is_kept_on_the_summary_line():
 
 # servingstack_status_update (the module): what it writes, and when it writes nothing.
 PARAMS = {"status": {"gateway": {"address": "203.0.113.10"}}, "components": PLAN, "failed": {},
-          "observed_generation": 3, "gateway_object": None, "gateway_services": []}
+          "observed_generation": 3}
 
 
 def test_a_status_as_wanted_needs_no_patch():
@@ -152,6 +152,14 @@ def test_a_status_as_wanted_needs_no_patch():
     # The transition times stay those of the first write.
     assert {c["lastTransitionTime"] for c in again["conditions"]} == {NOW}
     assert again["diff"]["before"]["conditions"] == again["diff"]["after"]["conditions"]
+
+
+def test_a_pending_address_writes_why_the_lookup_says_it_is_pending():
+    pending = {"pending": "the Gateway gw/inference-gateway is not Programmed: Invalid listener"}
+    update, patch = status.status_update({}, {**PARAMS, "status": pending}, NOW)
+    ready = by_type(patch["conditions"])["Ready"]
+    assert (ready["reason"], ready["message"]) == ("GatewayAddressPending", pending["pending"])
+    assert update["pending"] == pending["pending"] and set(patch) == {"conditions", "components", "observedGeneration"}
 
 
 def test_a_gateway_key_no_longer_wanted_is_removed_and_others_left_alone():
@@ -216,7 +224,6 @@ def test_a_stopped_converge_writes_its_conditions_and_generation_and_leaves_the_
     current = {"gateway": {"address": "203.0.113.10"}, "conditions": ready, "observedGeneration": 3,
                "components": [{"name": "cert_manager", "version": "v1.21.1", "ready": True}]}
     params = {"status": None, "components": None, "failed": {}, "observed_generation": 4,
-              "gateway_object": None, "gateway_services": [],
               "stopped": "servingstack_preflight: cannot reach the cluster at https://127.0.0.1:1: Connection refused",
               "stopped_at": "preflight"}
     update, patch = status.status_update(current, params, LATER)
@@ -249,7 +256,7 @@ def test_a_converge_whose_target_died_after_its_components_records_them_and_why_
     first, rest = PLAN[0]["name"], [entry["name"] for entry in PLAN[1:]]
     refused = "cannot reach the cluster at https://127.0.0.1:1: Connection refused"
     params = {"status": None, "components": PLAN, "failed": {name: refused for name in rest}, "observed_generation": 4,
-              "gateway_object": None, "gateway_services": [], "stopped": f"servingstack_status: {refused}",
+              "stopped": f"servingstack_status: {refused}",
               "stopped_at": "status"}
     _update, patch = status.status_update(current, params, LATER)
     assert set(patch) == {"conditions", "components", "observedGeneration"}, patch  # the gateway is left as it was

@@ -1,11 +1,10 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""A ServingStack's ``status.gateway`` from the objects in the target cluster.
+"""A ServingStack's status: ``status.gateway`` from the objects in the target cluster, the conditions, components and
+generation servingstack_status_update writes, and the one-line summaries of playbooks/status.yml.
 
-Pure functions over API objects (dicts as the API returns them); the ``servingstack_status``
-lookup fetches the objects. The object names are the ones the ``envoy_gateway`` and
-``trust_manager`` roles create by default (the lookup's option defaults; the ``servingstack`` role
-passes the roles' settings); namespaces come from the components table.
+Pure functions over API objects (dicts as the API returns them); the ``servingstack_status`` lookup fetches the
+objects.
 """
 
 from __future__ import annotations
@@ -17,17 +16,7 @@ import hashlib
 import re
 from typing import Any
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
-
-# The Gateway the envoy_gateway role creates (envoy_gateway_gateway_name, in
-# envoy_gateway_gateway_namespace: GATEWAY_NAMESPACE).
-GATEWAY_NAME = "inference-gateway"
-# The CA Secret (written by cert-manager, in the trust namespace) and the ConfigMap trust-manager
-# publishes its certificate to (envoy_gateway_ca_secret, trust_manager_bundle_name and
-# trust_manager_target_namespace).
-CA_NAME = "mp-gateway-ca"
-CA_SECRET_NAMESPACE = BY_NAME["trust_manager"].namespace
-CA_CONFIGMAP_NAMESPACE = "modelplane-system"
+# The key of the CA certificate in the CA Secret and in the ConfigMap trust-manager publishes it to.
 CA_KEY = "ca.crt"
 
 # Limits of the ServingStack status schema.
@@ -55,10 +44,14 @@ def certificates(text: str | None) -> list[str]:
     return [block.replace("\r\n", "\n") + "\n" for block in _CERTIFICATE.findall(text)]
 
 
+def first_certificate(text: str | None) -> str | None:
+    """The first PEM CERTIFICATE block in ``text``, or None."""
+    return next(iter(certificates(text)), None)
+
+
 def ca_from_configmap(configmap: dict[str, Any] | None, key: str = CA_KEY) -> str | None:
     """The first certificate under ``data[key]`` of a ConfigMap."""
-    blocks = certificates(((configmap or {}).get("data") or {}).get(key))
-    return blocks[0] if blocks else None
+    return first_certificate(((configmap or {}).get("data") or {}).get(key))
 
 
 def ca_from_secret(secret: dict[str, Any] | None, key: str = CA_KEY) -> str | None:
@@ -70,8 +63,7 @@ def ca_from_secret(secret: dict[str, Any] | None, key: str = CA_KEY) -> str | No
         text = base64.b64decode(str(encoded), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return None
-    blocks = certificates(text)
-    return blocks[0] if blocks else None
+    return first_certificate(text)
 
 
 def gateway_status(address: str | None, ca_certificate: str | None) -> dict[str, Any]:
@@ -115,6 +107,10 @@ def _blob(match: re.Match[str]) -> str:
     return "<redacted>" if hexadecimal or any(c.isupper() for c in run) else run
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def camel(name: str) -> str:
     """``cert_manager`` -> ``CertManager`` (a condition reason is CamelCase)."""
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", name) if part)
@@ -141,15 +137,7 @@ def error_summary(message: object, limit: int = SUMMARY_MAX) -> str:
     line = line or "failed"
     for pattern in (_BEARER, _FLAG, _SECRET_ASSIGNED, _SECRET_LABELLED):
         line = pattern.sub(r"\1<redacted>", line)
-    line = _BLOB.sub(_blob, line)
-    return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def _condition_of(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == kind:
-            return condition
-    return None
+    return _clip(_BLOB.sub(_blob, line), limit)
 
 
 def address_pending(gateway: dict[str, Any] | None, services: list[dict[str, Any]]) -> str:
@@ -164,7 +152,8 @@ def address_pending(gateway: dict[str, Any] | None, services: list[dict[str, Any
             meta = service.get("metadata") or {}
             return (f"the LoadBalancer Service {meta.get('namespace')}/{meta.get('name')} of the Gateway has no "
                     f"ingress address: {LB_CONTROLLER_MISSING}")
-    programmed = _condition_of(gateway, "Programmed")
+    programmed = next((condition for condition in (gateway.get("status") or {}).get("conditions") or []
+                       if isinstance(condition, dict) and condition.get("type") == "Programmed"), None)
     if programmed is None:
         return f"the Gateway {where} is not Programmed yet (its controller has not reported on it)"
     if programmed.get("status") != "True":
@@ -193,27 +182,23 @@ def components_status(plan: list[dict[str, Any]], failed: dict[str, str],
     return found
 
 
+def _condition(kind: str, ok: bool, reason: str, message: str) -> dict[str, str]:
+    """``type``/``status``/``reason``/``message`` only; ``merge_conditions`` adds the rest."""
+    return {"type": kind, "status": str(ok), "reason": reason, "message": _clip(message, MESSAGE_MAX)}
+
+
 def wanted_conditions(plan: list[dict[str, Any]], failed: dict[str, str], address: str | None,
                       pending: str) -> list[dict[str, str]]:
-    """``Synced`` (every component converged) and ``Ready`` (that, and the gateway has an address):
-    ``type``/``status``/``reason``/``message`` only; ``merge_conditions`` adds the rest."""
+    """``Ready`` (every component converged and the gateway has an address) and ``Synced`` (every component
+    converged); ``pending`` says why there is no address."""
     names = [str(component["name"]) for component in plan]
     failures = [name for name in names if name in failed] + sorted(set(failed) - set(names))
     if failures:
         message = "; ".join(f"{name}: {error_summary(failed[name])}" for name in failures)
-        message = message if len(message) <= MESSAGE_MAX else message[:MESSAGE_MAX - 1] + "…"
-        reason = f"{camel(failures[0])}Failed"
-        synced = {"type": SYNCED, "status": "False", "reason": reason, "message": message}
-        return [{**synced, "type": READY}, synced]
-    synced = {"type": SYNCED, "status": "True", "reason": "Converged",
-              "message": f"all {len(names)} components converged"}
-    if not address:
-        ready = {"type": READY, "status": "False", "reason": "GatewayAddressPending",
-                 "message": (pending or "the Gateway has no address yet")[:MESSAGE_MAX]}
-    else:
-        ready = {"type": READY, "status": "True", "reason": "Available",
-                 "message": f"every component converged and the gateway is at {address}"}
-    return [ready, synced]
+        return [_condition(kind, False, f"{camel(failures[0])}Failed", message) for kind in (READY, SYNCED)]
+    ready = (_condition(READY, True, "Available", f"every component converged and the gateway is at {address}")
+             if address else _condition(READY, False, "GatewayAddressPending", pending))
+    return [ready, _condition(SYNCED, True, "Converged", f"all {len(names)} components converged")]
 
 
 # Where a converge can stop (the servingstack role's servingstack_stopped_at), in order: reading the spec; making the
@@ -254,9 +239,8 @@ def stopped_reason(stopped_at: str, message: str) -> str:
 def stopped_conditions(stopped_at: str, message: str) -> list[dict[str, str]]:
     """``Ready`` and ``Synced``, both ``False`` with the reason (``stopped_reason``) and ``message`` summarised on
     one line without credentials (``error_summary``)."""
-    synced = {"type": SYNCED, "status": "False", "reason": stopped_reason(stopped_at, message),
-              "message": error_summary(message)}
-    return [{**synced, "type": READY}, synced]
+    return [_condition(kind, False, stopped_reason(stopped_at, message), error_summary(message))
+            for kind in (READY, SYNCED)]
 
 
 def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[str, str]], generation: int | None,
@@ -277,10 +261,10 @@ def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[st
 
 def ca_fingerprint(pem: str | None) -> str | None:
     """``SHA256:AB:CD:...`` of the first certificate in ``pem`` (as ``openssl x509 -fingerprint -sha256``), or None."""
-    found = certificates(pem)
+    found = first_certificate(pem)
     if not found:
         return None
-    body = "".join(line for line in found[0].splitlines() if not line.startswith("-----"))
+    body = "".join(line for line in found.splitlines() if not line.startswith("-----"))
     try:
         der = base64.b64decode(body, validate=False)
     except (binascii.Error, ValueError):
@@ -337,8 +321,6 @@ UPDATE_OPTIONS: dict[str, dict[str, Any]] = {
     "stopped": {"type": "str"},
     "stopped_at": {"type": "str", "default": "components", "choices": list(STOPPED_AT)},
     "observed_generation": {"type": "int"},
-    "gateway_object": {"type": "dict"},
-    "gateway_services": {"type": "list", "elements": "dict", "default": []},
 }
 
 
@@ -347,67 +329,49 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (any Python 3)
 
 
-def gateway_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch turning ``current`` status.gateway into ``wanted`` (removed keys become null)."""
-    patch: dict[str, Any] = {key: None for key in current if key not in wanted}
-    patch.update({key: value for key, value in wanted.items() if current.get(key) != value})
-    return patch
+def status_update(current: dict[str, Any], params: dict[str, Any], now: str,
+                  diff: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the module's result, the JSON merge patch of ``status`` to write: empty when the status is as wanted).
 
-
-def wanted_status(current: dict[str, Any], params: dict[str, Any], now: str) -> dict[str, Any]:
-    """The status keys servingstack_status_update owns, as they should be, from the status ``current`` and the
-    module's ``params``; ``now`` for a condition's transition time. ``gateway`` with ``status``; with ``stopped``
-    (a converge that stopped before its components) the conditions and ``observedGeneration`` only; else, with
-    ``components``, the conditions, ``components`` and ``observedGeneration``. A key left out is left as it is.
-    Stopped at ``status`` (after the components ran), ``components`` too, from ``failed``."""
+    The keys servingstack_status_update owns, from the status ``current`` and the module's ``params``; ``now`` for a
+    condition's transition time. ``gateway`` with ``status`` (a key it no longer has is removed); with ``stopped`` the
+    conditions and ``observedGeneration`` (stopped at ``status``, once the components ran, ``components`` too); else,
+    with ``components``, the conditions, ``components`` and ``observedGeneration``. A key left out is left as it is."""
     wanted: dict[str, Any] = {}
+    result: dict[str, Any] = {}
     if params["status"] is not None:
         wanted["gateway"] = dict(params["status"].get("gateway") or {})
-    generation = params["observed_generation"]
+    plan, message, generation = params["components"], params.get("stopped"), params["observed_generation"]
     failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
-    if params.get("stopped"):
+    conditions = None
+    if message:
         stopped_at = params.get("stopped_at") or "components"
-        message = params["stopped"]
-        if stopped_at == "status" and params["components"] is not None:
-            # The components ran: what each came to is known, and the message names those that did not converge.
-            wanted["components"] = components_status(params["components"], failed, current.get("components"))
-            if failed:
-                message = f"{', '.join(failed)} did not converge, then {message}"
-        # Otherwise stopped before the components: nothing of the target was read, status.components stays as it is.
-        wanted["conditions"] = merge_conditions(current.get("conditions"), stopped_conditions(stopped_at, message),
-                                                generation, now)
+        # Once the components ran, what each came to is known and the message names those that did not converge;
+        # stopped before, nothing of the target was read and status.components stays as it is.
+        if stopped_at == "status" and plan is not None:
+            wanted["components"] = components_status(plan, failed, current.get("components"))
+            message = f"{', '.join(failed)} did not converge, then {message}" if failed else message
+        conditions = stopped_conditions(stopped_at, message)
+    elif plan is not None:
+        address = wanted.get("gateway", {}).get("address")
+        pending = (params["status"] or {}).get("pending") or "the Gateway has no address yet"
+        result["pending"] = "" if address else pending
+        conditions = wanted_conditions(plan, failed, address, result["pending"])
+        wanted["components"] = components_status(plan, failed, current.get("components"))
+    if conditions is not None:
+        wanted["conditions"] = merge_conditions(current.get("conditions"), conditions, generation, now)
         if generation is not None:
             wanted["observedGeneration"] = generation
-        return wanted
-    if params["components"] is None:
-        return wanted
-    gateway = wanted.get("gateway") or {}
-    address = gateway.get("address")
-    pending = "" if address else address_pending(params["gateway_object"], params["gateway_services"] or [])
-    wanted["conditions"] = merge_conditions(
-        current.get("conditions"), wanted_conditions(params["components"], failed, address, pending), generation, now)
-    wanted["components"] = components_status(params["components"], failed, current.get("components"))
-    if generation is not None:
-        wanted["observedGeneration"] = generation
-    wanted["pending"] = pending
-    return wanted
-
-
-def status_update(current_status: dict[str, Any], params: dict[str, Any], now: str,
-                  diff: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the module's result, the merge patch of ``status`` to write: empty when the status is as wanted)."""
-    wanted = wanted_status(current_status, params, now)
-    pending = wanted.pop("pending", None)
-    patch: dict[str, Any] = {}
-    gateway = gateway_patch(dict(current_status.get("gateway") or {}), wanted["gateway"]) if "gateway" in wanted else {}
-    if gateway:
-        patch["gateway"] = gateway
-    patch.update({key: value for key, value in wanted.items() if key != "gateway" and current_status.get(key) != value})
-    result: dict[str, Any] = {"changed": bool(patch), "gateway": dict(current_status.get("gateway") or {}), **wanted}
-    if pending is not None:
-        result["pending"] = pending
+    patch = {key: value for key, value in wanted.items() if key != "gateway" and current.get(key) != value}
+    before = dict(current.get("gateway") or {})
+    if "gateway" in wanted:
+        gateway = {key: None for key in before if key not in wanted["gateway"]}
+        gateway.update({key: value for key, value in wanted["gateway"].items() if before.get(key) != value})
+        if gateway:
+            patch["gateway"] = gateway
+    result.update({"changed": bool(patch), "gateway": before, **wanted})
     if "observedGeneration" in result:
         result["observed_generation"] = result.pop("observedGeneration")
     if diff:
-        result["diff"] = {"before": {key: current_status.get(key) for key in wanted}, "after": wanted}
+        result["diff"] = {"before": {key: current.get(key) for key in wanted}, "after": wanted}
     return result, patch
