@@ -264,18 +264,12 @@ def _validate(manifest: object) -> Validation:
         return Validation(None, [Problem(DOCUMENT, mismatch(manifest, wanted))])
     result, problems = _check(manifest)
     spec = result.get("spec")
-    ignored: list[dict] = []
-    warnings: list[Problem] = []
-    if isinstance(spec, dict):
-        metadata = result.get("metadata")
-        namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
-        for secret in spec.get("secrets") if isinstance(spec.get("secrets"), list) else ():
-            if isinstance(secret, dict) and isinstance(namespace, str):
-                secret.setdefault("namespace", namespace)
-        ignored = _ignored(manifest.get("spec"), spec)
-        warnings = _warnings(spec, problems)
+    ignored = _ignored(manifest.get("spec"), spec) if isinstance(spec, dict) else []
+    warnings = _warnings(spec, problems) if isinstance(spec, dict) else []
     if problems:
         return Validation(None, sorted(problems, key=sort_key), ignored, warnings)
+    for secret in spec["secrets"]:
+        secret.setdefault("namespace", result["metadata"]["namespace"])
     return Validation(result, [], ignored, warnings)
 
 

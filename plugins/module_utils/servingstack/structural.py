@@ -155,15 +155,10 @@ def _duplicate_keys(keys: list[str], items: list, path: str) -> Iterator[Problem
 
 
 @functools.cache
-def _environment() -> Any:
+def _program(rule: str) -> Any:
     import celpy  # imported when first needed: it takes longer to import than everything else here
 
-    return celpy.Environment()
-
-
-@functools.cache
-def _program(rule: str) -> Any:
-    environment = _environment()
+    environment = celpy.Environment()  # cheap once the first has built cel-python's parser
     return environment.program(environment.compile(rule))
 
 
@@ -221,12 +216,8 @@ class Checker:
 
     def schema_problems(self, value: object) -> list[Problem]:
         """The OpenAPI schema's problems with ``value``; a value of the wrong type gets that problem alone."""
-        errors = []
-        for error in self.validator.iter_errors(value):
-            path = self.path
-            for part in error.absolute_path:
-                path = join_path(path, part)
-            errors.append((path, error))
+        errors = [(functools.reduce(join_path, error.absolute_path, self.path), error)
+                  for error in self.validator.iter_errors(value)]
         mistyped = {path for path, error in errors if error.validator == "type"}
         return [Problem(path, self.message(error, path)) for path, error in errors
                 if path not in mistyped or error.validator == "type"]
