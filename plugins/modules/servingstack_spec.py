@@ -268,7 +268,9 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.sc
 try:
     from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
 except ImportError:  # only a live read needs kubernetes, and it checks with module.requires() first
-    DynamicApiError = NotFoundError = ResourceNotFoundError = Exception
+    DynamicApiError = type("DynamicApiError", (Exception,), {})
+    NotFoundError = type("NotFoundError", (DynamicApiError,), {})
+    ResourceNotFoundError = type("ResourceNotFoundError", (Exception,), {})
 
 
 # src and definition stay in the argument spec, so they are documented and checked with the other options (as

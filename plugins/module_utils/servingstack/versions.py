@@ -119,4 +119,3 @@ def check_grove(text: str) -> str | None:
         "(grove#753), and Kubernetes expands $(VAR) only from variables listed earlier, which blocks Modelplane "
         "from aliasing MODELPLANE_LEADER_ADDRESS to them"
     )
-
