@@ -19,16 +19,6 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.ou
 MODULE = "modelplane.serving.servingstack_spec"
 
 
-def read_document(options: dict[str, Any]) -> tuple[object, list]:
-    """The document from ``src`` (a controller path, ~ and $VARS already expanded) or ``definition``."""
-    if options["src"] is not None:
-        return source.load_file(options["src"])
-    definition = options["definition"]
-    if isinstance(definition, str):
-        return source.load_yaml(definition, "definition")
-    return definition, []
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
@@ -37,9 +27,7 @@ class ActionModule(ActionBase):
         # Fails the task (AnsibleActionFail) with AnsibleModule's own message for a wrong option.
         _validation, options = self.validate_argument_spec(argument_spec=spec_options.argument_spec(),
                                                            **spec_options.RULES)
-        if options["name"] is None:
-            found = outcome(*read_document(options))
-        else:
+        if options["name"] is not None:
             # The task's own arguments: the module applies its defaults and environment fallbacks on the host.
             read = self._execute_module(module_name=MODULE, module_args=dict(self._task.args), task_vars=task_vars)
             live = read.pop(spec_options.LIVE, None)
@@ -47,6 +35,12 @@ class ActionModule(ActionBase):
             if live is None:  # not read (no such ServingStack, no ServingStack API, no cluster): the module's failure
                 return result
             found = outcome(live, [])
+        elif options["src"] is not None:  # a controller path, ~ and $VARS already expanded
+            found = outcome(*source.load_file(options["src"]))
+        elif isinstance(options["definition"], str):
+            found = outcome(*source.load_yaml(options["definition"], "definition"))
+        else:
+            found = outcome(options["definition"], [])
         warnings = found.pop("warnings")
         if warnings:
             result["warnings"] = [*result.get("warnings", ()), *warnings]

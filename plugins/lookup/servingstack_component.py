@@ -84,20 +84,8 @@ from typing import Any
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-
-def _spec_of(spec: dict[str, Any] | None) -> dict[str, Any]:
-    """Accept either a spec or a whole ServingStack manifest."""
-    spec = dict(spec or {})
-    if isinstance(spec.get("spec"), dict) and "apiVersion" in spec:
-        return dict(spec["spec"])
-    return spec
-
-
-def _with_secrets(spec: dict[str, Any]) -> dict[str, Any]:
-    """Secrets only matter for credentials, not for a component's entry: supply a stand-in when absent."""
-    if spec.get("secrets"):
-        return spec
-    return {**spec, "secrets": [{"type": "Kubeconfig", "name": "kubeconfig", "key": "kubeconfig"}]}
+# Secrets matter for credentials, not for a component's entry: a stand-in when a spec has none.
+STAND_IN_SECRETS = [{"type": "Kubeconfig", "name": "kubeconfig", "key": "kubeconfig"}]
 
 
 class LookupModule(LookupBase):
@@ -106,9 +94,13 @@ class LookupModule(LookupBase):
         from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME
 
         self.set_options(var_options=variables, direct=kwargs)
-        given = _spec_of(self.get_option("spec"))
+        given = dict(self.get_option("spec") or {})
+        if isinstance(given.get("spec"), dict) and "apiVersion" in given:  # a whole manifest
+            given = dict(given["spec"])
+        if given:
+            given["secrets"] = given.get("secrets") or STAND_IN_SECRETS
         try:
-            defaulted = spec.defaulted_spec(_with_secrets(given) if given else None)
+            defaulted = spec.defaulted_spec(given or None)
         except Exception as error:  # spec errors read "<path>: <problem>"
             raise AnsibleLookupError(f"servingstack_component: {error}") from None
         entries = []

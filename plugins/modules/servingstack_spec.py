@@ -16,34 +16,25 @@ description:
   - Reads one C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) from an inline definition, a YAML file,
     or a live object on a management cluster.
   - >-
-    Checks the manifest against the ServingStack CRD (C(crds/servingstacks.infrastructure.modelplane.ai.yaml)), the
-    one contract, as the API server checks a live object: its schema (types, lengths, bounds, enums, required fields,
-    unknown fields at every level), its defaults and its CEL rules (C(x-kubernetes-validations)). It reports B(all)
-    problems at once, each as C(<path>: <problem>) naming the value and the rule, never quoting a client CA
-    certificate.
+    Checks the manifest as the API server checks a live object, against the ServingStack CRD
+    (C(crds/servingstacks.infrastructure.modelplane.ai.yaml)), the one contract: its schema (unknown fields refused at
+    every level), defaults, list-map keys and CEL rules (C(x-kubernetes-validations)), whose descriptions and messages
+    are the reference for each field. It reports B(all) problems at once, each as C(<path>: <problem>) naming the
+    value and the rule, never quoting a client CA certificate. It also checks C(metadata) as the API server does.
   - >-
-    The CEL rules are exactly one C(Kubeconfig) secret; at most one cloud identity secret; unique listener ports
-    (Gateway API treats listeners that share a port as conflicted); with C(gateway.hostname), no listener named
-    C(https) or on port 443 (the gateway adds its own HTTPS listener so named, on that port); C(gateway.hostname) a
-    Gateway API Hostname, with labels of at most 63 characters and no IP address; no private key in
-    C(gateway.clientCAs[].certificate); client CA names of at most 240 characters (each CA is stored in a ConfigMap
-    C(mp-client-ca-<name>), at most 253); Kubernetes names and Secret keys as Kubernetes spells them; every version
-    pin in use a semantic version with an optional C(v); C(versions.envoyGateway) a v1.8.x release from v1.8.0 (the
-    Envoy AI Gateway v1.1.x pairing). Listener and client CA names are unique (list-map keys).
+    Two rules no CEL rule can state are checked in Python (C(PYTHON_ONLY_RULES) in C(spec.py)): each
+    C(gateway.clientCAs[].certificate) is PEM CERTIFICATE blocks that parse as X.509, and C(dynamo.grove) is
+    C(v0.1.0-alpha.12-rc2) or later in release order (grove#753).
   - >-
-    Two rules of the reference no CEL rule can state are checked by the module alone, in Python:
-    C(gateway.clientCAs[].certificate) PEM CERTIFICATE blocks that parse as X.509, and C(dynamo.grove)
-    C(v0.1.0-alpha.12-rc2) or later in release order (grove#753). It also checks C(metadata) as the API server does.
-  - Pins for the stack not chosen (C(standard.*) on a Dynamo stack, C(dynamo.*) on a Standard one) are ignored, as
-    the reference says; each is returned in RV(ignored) and shown as a warning. C(versions.envoyGateway) below
-    v1.8.1 (v1.8.0) is accepted with a warning, since Envoy AI Gateway v1.1.x says it needs v1.8.1 or later.
-    C(gateway.clientCAs) without C(gateway.hostname) is accepted with a warning (with no HTTPS listener the CAs are
-    stored but no client certificate is required).
+    Accepted with a warning: pins for the stack not chosen (C(standard.*) on a Dynamo stack, C(dynamo.*) on a
+    Standard one), ignored as the reference says and returned in RV(ignored); C(versions.envoyGateway) below v1.8.1
+    (Envoy AI Gateway v1.1.x needs v1.8.1 or later); C(gateway.clientCAs) without C(gateway.hostname) (stored, but
+    with no HTTPS listener no client certificate is required).
   - An empty C(gateway.listeners) means the default listener and an empty C(nvidiaDriverRoot) means C(/). A live
     object's C(status) is returned unchecked, and the fields Crossplane adds to a composite resource's spec
     (C(spec.crossplane), C(spec.compositionRef) and the other legacy ones) are dropped; neither is ever refused.
-  - Fills every default of the reference, including C(metadata.namespace=default) for a manifest that names no
-    namespace and each secret's C(namespace) (the ServingStack's namespace).
+  - Fills every default of the CRD, C(metadata.namespace=default) for a manifest that names no namespace, and each
+    secret's C(namespace) (the ServingStack's).
   - Returns the defaulted manifest and the ordered install plan. Never changes anything.
 options:
   definition:
@@ -277,15 +268,9 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.sc
 try:
     from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
 except ImportError:  # only a live read needs kubernetes, and it checks with module.requires() first
-
-    class DynamicApiError(Exception):
-        """Stands in for kubernetes.dynamic.exceptions.DynamicApiError."""
-
-    class NotFoundError(DynamicApiError):
-        """Stands in for kubernetes.dynamic.exceptions.NotFoundError."""
-
-    class ResourceNotFoundError(Exception):
-        """Stands in for kubernetes.dynamic.exceptions.ResourceNotFoundError."""
+    DynamicApiError = type("DynamicApiError", (Exception,), {})
+    NotFoundError = type("NotFoundError", (DynamicApiError,), {})
+    ResourceNotFoundError = type("ResourceNotFoundError", (Exception,), {})
 
 
 # src and definition stay in the argument spec, so they are documented and checked with the other options (as

@@ -12,7 +12,7 @@ from the ServingStack reference (version keys, stacks).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 STANDARD = "Standard"
 DYNAMO = "Dynamo"
@@ -89,8 +89,7 @@ class Component:
     # them always; a converge waits for them only when the spec sets the field.
     needs_if: tuple[tuple[str, str], ...] = ()
     charts: tuple[Chart, ...] = ()
-    # Objects applied from manifests rather than charts, named for the plan and the docs.
-    manifests: tuple[Manifest, ...] = field(default=())
+    manifests: tuple[Manifest, ...] = ()
     # Where requests enter the stack: torn down before everything else (the rest goes in reverse install order),
     # so no request reaches a stack half torn down.
     ingress: bool = False

@@ -49,21 +49,9 @@ def quote(value: object) -> str:
 
 def kind_of(value: object) -> str:
     """The JSON kind of a value, as a message says it: a string, an integer, a boolean..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return f"a {type(value).__name__}"
+    kinds = ((type(None), "null"), (bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+             (dict, "a mapping"), (list | tuple, "a list"))
+    return next((kind for python, kind in kinds if isinstance(value, python)), f"a {type(value).__name__}")
 
 
 def join_path(parent: str, key: object) -> str:

@@ -29,16 +29,6 @@ def resolve(spec: dict, key: str) -> object:
     return node
 
 
-def every_need(component: Component) -> tuple[str, ...]:
-    """The components ``component`` may need, conditional ones included (what install order follows)."""
-    return component.needs + tuple(name for name, _path in component.needs_if)
-
-
-def needs_for(component: Component, spec: dict) -> list[str]:
-    """The components ``component`` needs for this spec: its needs, and the conditional ones whose field is set."""
-    return list(component.needs) + [name for name, path in component.needs_if if resolve(spec, path)]
-
-
 def order(components: tuple[Component, ...] | list[Component]) -> list[Component]:
     """Topological order by ``needs`` (``graphlib``), ties broken by table order: of the components whose needs
     are placed, the first in the table goes next.
@@ -47,11 +37,13 @@ def order(components: tuple[Component, ...] | list[Component]) -> list[Component
     so a broken table fails the tests, not a run).
     """
     by_name = {component.name: component for component in components}
-    for component in components:
-        unknown = [need for need in every_need(component) if need not in by_name]
+    needs = {component.name: component.needs + tuple(name for name, _path in component.needs_if)
+             for component in components}
+    for name, wanted in needs.items():
+        unknown = [need for need in wanted if need not in by_name]
         if unknown:
-            raise ValueError(f"component {component.name} needs {', '.join(unknown)}, which is not in the plan")
-    sorter = graphlib.TopologicalSorter({component.name: every_need(component) for component in components})
+            raise ValueError(f"component {name} needs {', '.join(unknown)}, which is not in the plan")
+    sorter = graphlib.TopologicalSorter(needs)
     try:
         sorter.prepare()
     except graphlib.CycleError as error:
@@ -105,7 +97,7 @@ def component_entry(component: Component, spec: dict) -> dict:
         "namespace": component.namespace,
         "version_key": component.version_key,
         "version": resolve(spec, component.version_key),
-        "needs": needs_for(component, spec),
+        "needs": list(component.needs) + [name for name, path in component.needs_if if resolve(spec, path)],
         "releases": [release_entry(chart, spec) for chart in component.charts],
         "manifests": [manifest.name for manifest in component.manifests if applies(manifest, spec)],
     }

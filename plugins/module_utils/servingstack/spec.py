@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import pem, schema, structural, versions
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import DYNAMO, STANDARD
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import (
     Problem,
     join_path,
@@ -43,15 +44,13 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.er
     quote,
     sort_key,
 )
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.plan import resolve
 
 DEFAULT_NAMESPACE = "default"
 DOCUMENT = "(document)"
 INTERNAL_ERROR = "could not be checked because of an internal error"
-STANDARD = "Standard"
-DYNAMO = "Dynamo"
 # Which spec group holds the pins of which stack.
 STACK_GROUPS = {STANDARD: "standard", DYNAMO: "dynamo"}
-ROOT_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
 EMPTY_IS_DEFAULT = frozenset({"spec.gateway.listeners", "spec.nvidiaDriverRoot"})
 HIDDEN = frozenset({"spec.gateway.clientCAs[].certificate"})
 
@@ -87,10 +86,11 @@ METADATA: dict = {
             "rule": f"self.matches('{DNS1123_SUBDOMAIN}')",
             "message": "is not a DNS-1123 subdomain (an object name): lowercase letters, digits, '-' and '.', "
                        "starting and ending with a letter or digit"}]},
-        "namespace": {"type": "string", "minLength": 1, "maxLength": 63, "x-kubernetes-validations": [{
-            "rule": f"self.matches('{DNS1123_LABEL}')",
-            "message": "is not a DNS-1123 label (a namespace name): at most 63 lowercase letters, digits and '-', "
-                       "starting and ending with a letter or digit"}]},
+        "namespace": {"type": "string", "minLength": 1, "maxLength": 63, "default": DEFAULT_NAMESPACE,
+                      "x-kubernetes-validations": [{
+                          "rule": f"self.matches('{DNS1123_LABEL}')",
+                          "message": "is not a DNS-1123 label (a namespace name): at most 63 lowercase letters, "
+                                     "digits and '-', starting and ending with a letter or digit"}]},
         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
         "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
         # Set by the API server on a live object; accepted as they come.
@@ -119,13 +119,13 @@ class Validation:
 
 
 @functools.cache
-def _spec_checker() -> structural.Checker:
-    return structural.Checker(schema.SPEC, "spec", hidden=HIDDEN, empty_is_default=EMPTY_IS_DEFAULT)
-
-
-@functools.cache
-def _metadata_checker() -> structural.Checker:
-    return structural.Checker(METADATA, "metadata")
+def _checker() -> structural.Checker:
+    """The whole manifest's checker: the CRD's spec, ObjectMeta, and a live object's ``status`` (the server's, or
+    Crossplane's, not input: returned as it came, unchecked)."""
+    manifest = {"type": "object", "required": ["apiVersion", "kind", "metadata", "spec"], "properties": {
+        "apiVersion": {"type": "string", "enum": [schema.API_VERSION]},
+        "kind": {"type": "string", "enum": [schema.KIND]}, "metadata": METADATA, "spec": schema.SPEC, "status": {}}}
+    return structural.Checker(manifest, "", hidden=HIDDEN, empty_is_default=EMPTY_IS_DEFAULT)
 
 
 def without_crossplane_fields(spec: object) -> object:
@@ -141,28 +141,25 @@ def without_crossplane_fields(spec: object) -> object:
 def _client_ca_certificates(spec: dict, problems: list[Problem]) -> list[Problem]:
     """Each client CA certificate is PEM CERTIFICATE blocks that parse as X.509 (the CRD bounds its length and
     refuses a pasted key; no CEL function parses PEM)."""
-    gateway = spec.get("gateway")
-    cas = gateway.get("clientCAs") if isinstance(gateway, dict) else None
+    cas = resolve(spec, "gateway.clientCAs")
     found = []
     for index, ca in enumerate(cas if isinstance(cas, list) else ()):
         path = f"spec.gateway.clientCAs[{index}].certificate"
         certificate = ca.get("certificate") if isinstance(ca, dict) else None
-        if isinstance(certificate, str) and not structural.has_problem(problems, path):
-            reason = pem.check_certificates(certificate)
-            found += [Problem(path, reason)] if reason else []
+        reason = pem.check_certificates(certificate) if isinstance(certificate, str) else None
+        if reason and not structural.has_problem(problems, path):
+            found.append(Problem(path, reason))
     return found
 
 
 def _grove_release_order(spec: dict, problems: list[Problem]) -> list[Problem]:
     """Grove is v0.1.0-alpha.12-rc2 or later in release order, where alpha.12-rc1 < alpha.12-rc2 < alpha.12: an
     order CEL cannot compare in (semantic-version precedence sorts those the other way)."""
-    dynamo = spec.get("dynamo")
-    grove = dynamo.get("grove") if isinstance(dynamo, dict) else None
-    path = "spec.dynamo.grove"
-    if spec.get("stack") != DYNAMO or not isinstance(grove, str) or structural.has_problem(problems, path):
-        return []
-    reason = versions.check_grove(grove)
-    return [Problem(path, f"{quote(grove)} {reason}")] if reason else []
+    grove = resolve(spec, "dynamo.grove")
+    reason = versions.check_grove(grove) if spec.get("stack") == DYNAMO and isinstance(grove, str) else None
+    if reason and not structural.has_problem(problems, "spec.dynamo.grove"):
+        return [Problem("spec.dynamo.grove", f"{quote(grove)} {reason}")]
+    return []
 
 
 PYTHON_ONLY_RULES: tuple[Callable[[dict, list[Problem]], list[Problem]], ...] = (
@@ -179,18 +176,6 @@ def _is_qualified_name(key: str) -> bool:
     if len(prefix) > 1 or (prefix and (len(prefix[0]) > 253 or not _SUBDOMAIN.search(prefix[0]))):
         return False
     return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.search(name))
-
-
-def _null_values_as_empty(metadata: object) -> object:
-    """``metadata`` with null label and annotation values read as "", as the API server decodes them into
-    ObjectMeta's string maps (a CR it accepts so must not be refused here)."""
-    if not isinstance(metadata, dict):
-        return metadata
-    cleaned = dict(metadata)
-    for name in ("labels", "annotations"):
-        if isinstance(metadata.get(name), dict):
-            cleaned[name] = {key: "" if value is None else value for key, value in metadata[name].items()}
-    return cleaned
 
 
 def _labels_and_annotations(metadata: object) -> list[Problem]:
@@ -219,44 +204,23 @@ def _labels_and_annotations(metadata: object) -> list[Problem]:
 # --- the manifest --------------------------------------------------------------------------------------------
 
 
-def _spec(raw: object) -> tuple[object, list[Problem]]:
-    """The defaulted spec and its problems: the CRD's, then those of PYTHON_ONLY_RULES."""
-    result, problems = _spec_checker().check(without_crossplane_fields(raw))
-    if isinstance(result, dict):
-        problems += [problem for rule in PYTHON_ONLY_RULES for problem in rule(result, problems)]
-    return result, problems
+def _check(manifest: dict) -> tuple[dict, list[Problem]]:
+    """The defaulted manifest and its problems: the CRD's and ObjectMeta's, then those of PYTHON_ONLY_RULES.
 
-
-def _root(manifest: dict) -> tuple[dict, list[Problem]]:
-    problems = []
-    for key in manifest:
-        if key not in ROOT_FIELDS:
-            path, message = structural.unknown_field(key, list(ROOT_FIELDS))
-            problems.append(Problem(path or DOCUMENT, message))
-    result: dict = {}
-    for key, expected in (("apiVersion", schema.API_VERSION), ("kind", schema.KIND)):
-        value = result[key] = manifest.get(key)
-        if value is None:
-            problems.append(Problem(key, f"required field is missing; it must be {expected}"))
-        elif value != expected:
-            problems.append(Problem(key, f"{quote(value)} is not {expected}"))
-    if manifest.get("metadata") is None:
-        problems.append(Problem("metadata", "required field is missing (metadata.name names the ServingStack)"))
-    else:
-        metadata, found = _metadata_checker().check(_null_values_as_empty(manifest["metadata"]))
-        problems += found + _labels_and_annotations(metadata)
-        if isinstance(metadata, dict):
-            metadata.setdefault("namespace", DEFAULT_NAMESPACE)
-        result["metadata"] = metadata
-    if manifest.get("spec") is None:
-        problems.append(Problem("spec", "required field is missing"))
-    else:
-        result["spec"], found = _spec(manifest["spec"])
-        problems += found
-    if manifest.get("status") is not None:
-        # A live object's status is the server's (or Crossplane's), not input: returned as it came, unchecked.
-        result["status"] = copy.deepcopy(manifest["status"])
-    return result, problems
+    The fields Crossplane adds to an XR's spec are dropped first, and null label and annotation values read as "",
+    as the API server decodes them into ObjectMeta's string maps (a CR it accepts must not be refused here)."""
+    given = {**manifest, "spec": without_crossplane_fields(manifest.get("spec"))}
+    metadata = manifest.get("metadata")
+    if isinstance(metadata, dict):
+        given["metadata"] = dict(metadata)
+        for name in ("labels", "annotations"):
+            if isinstance(metadata.get(name), dict):
+                given["metadata"][name] = {key: "" if value is None else value for key, value in metadata[name].items()}
+    result, problems = _checker().check(given)
+    problems += _labels_and_annotations(result.get("metadata"))
+    if isinstance(result.get("spec"), dict):
+        problems += [problem for rule in PYTHON_ONLY_RULES for problem in rule(result["spec"], problems)]
+    return result, problems  # type: ignore[return-value]
 
 
 def _ignored(raw: object, spec: dict) -> list[dict]:
@@ -276,50 +240,36 @@ def _ignored(raw: object, spec: dict) -> list[dict]:
     return found
 
 
-def _cautions(spec: dict, problems: list[Problem]) -> list[Problem]:
-    """Warnings for pins that are in range but unwise (see ``versions.CAUTIONS``)."""
+def _warnings(spec: dict, problems: list[Problem]) -> list[Problem]:
+    """Accepted but unwise: an Envoy Gateway pin below v1.8.1 (``versions.caution_envoy_gateway``), and client CAs
+    without a hostname: the envoy_gateway role stores them, but with no HTTPS listener there is nothing to require
+    client certificates on (it makes no ClientTrafficPolicy)."""
     found = []
-    for key, caution in versions.CAUTIONS.items():
-        group, name = key.split(".")
-        values = spec.get(group)
-        value = values.get(name) if isinstance(values, dict) else None
-        reason = caution(value) if isinstance(value, str) else None
-        if reason and not structural.has_problem(problems, f"spec.{key}"):
-            found.append(Problem(f"spec.{key}", f"{quote(value)} {reason}"))
-    return found
-
-
-def _client_cas_without_hostname(spec: dict, problems: list[Problem]) -> list[Problem]:
-    """A warning for client CAs without a hostname: the envoy_gateway role stores them, but with no HTTPS listener
-    there is nothing to require client certificates on (it makes no ClientTrafficPolicy)."""
-    gateway = spec.get("gateway")
+    pin = resolve(spec, "versions.envoyGateway")
+    reason = versions.caution_envoy_gateway(pin)
+    if reason and not structural.has_problem(problems, "spec.versions.envoyGateway"):
+        found.append(Problem("spec.versions.envoyGateway", f"{quote(pin)} {reason}"))
     path = "spec.gateway.clientCAs"
-    if not isinstance(gateway, dict) or not gateway.get("clientCAs") or gateway.get("hostname"):
-        return []
-    if structural.has_problem(problems, path):
-        return []
-    return [Problem(path, "set without spec.gateway.hostname, so the gateway has no HTTPS listener to require client "
-                    "certificates on: the CAs are stored but not enforced; set spec.gateway.hostname to enforce them")]
+    if resolve(spec, "gateway.clientCAs") and not resolve(spec, "gateway.hostname") \
+            and not structural.has_problem(problems, path):
+        found.append(Problem(path, "set without spec.gateway.hostname, so the gateway has no HTTPS listener to "
+                             "require client certificates on: the CAs are stored but not enforced; set "
+                             "spec.gateway.hostname to enforce them"))
+    return found
 
 
 def _validate(manifest: object) -> Validation:
     if not isinstance(manifest, dict):
         wanted = "a ServingStack manifest (a mapping with apiVersion, kind, metadata and spec)"
         return Validation(None, [Problem(DOCUMENT, mismatch(manifest, wanted))])
-    result, problems = _root(manifest)
+    result, problems = _check(manifest)
     spec = result.get("spec")
-    ignored: list[dict] = []
-    warnings: list[Problem] = []
-    if isinstance(spec, dict):
-        metadata = result.get("metadata")
-        namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
-        for secret in spec.get("secrets") if isinstance(spec.get("secrets"), list) else ():
-            if isinstance(secret, dict) and isinstance(namespace, str):
-                secret.setdefault("namespace", namespace)
-        ignored = _ignored(manifest.get("spec"), spec)
-        warnings = _cautions(spec, problems) + _client_cas_without_hostname(spec, problems)
+    ignored = _ignored(manifest.get("spec"), spec) if isinstance(spec, dict) else []
+    warnings = _warnings(spec, problems) if isinstance(spec, dict) else []
     if problems:
         return Validation(None, sorted(problems, key=sort_key), ignored, warnings)
+    for secret in spec["secrets"]:
+        secret.setdefault("namespace", result["metadata"]["namespace"])
     return Validation(result, [], ignored, warnings)
 
 
@@ -356,8 +306,9 @@ def defaulted_spec(spec: dict | None = None) -> dict:
         # The defaults alone, no secret invented: tests/unit/test_crd.py checks that they are valid.
         return structural.defaulted(schema.SPEC, {}, "spec")
     unavailable = _unavailable()
-    result, problems = (None, [unavailable]) if unavailable else _spec(spec)
-    if problems or not isinstance(result, dict):
+    manifest = {"apiVersion": schema.API_VERSION, "kind": schema.KIND, "metadata": {"name": "spec"}, "spec": spec}
+    result, problems = ({}, [unavailable]) if unavailable else _check(manifest)
+    if problems:
         listed = "\n".join(f"- {problem}" for problem in sorted(problems, key=sort_key))
         raise ValueError("invalid ServingStack spec:\n" + listed)
-    return result
+    return result["spec"]

@@ -63,7 +63,7 @@ def unknown_field(key: object, known: list[str]) -> tuple[str, str]:
         return quote(key), f"{quote(key)} is not a valid field name (names are strings)"
     hint = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
     suffix = f' (did you mean "{hint[0]}"?)' if hint else ""
-    return key, f"unknown field{suffix}; known fields: {', '.join(known) or 'none'}"
+    return key or quote(key), f"unknown field{suffix}; known fields: {', '.join(known) or 'none'}"
 
 
 def _absent(schema: dict, value: object, path: str, empty_is_default: frozenset[str]) -> bool:
@@ -95,7 +95,9 @@ def _required(validator: Any, names: list[str], instance: object, schema: dict) 
     if validator.is_type(instance, "object"):
         for name in names:
             if name not in instance:  # type: ignore[operator]
-                yield jsonschema.ValidationError("required field is missing", path=[name])
+                enum = schema.get("properties", {}).get(name, {}).get("enum", ())
+                hint = f"; it must be {enum[0]}" if len(enum) == 1 else ""
+                yield jsonschema.ValidationError(f"required field is missing{hint}", path=[name])
 
 
 def _additional(validator: Any, allowed: object, instance: object, schema: dict) -> Iterator[Any]:
@@ -105,9 +107,17 @@ def _additional(validator: Any, allowed: object, instance: object, schema: dict)
     for key in [key for key in instance if key not in known]:  # type: ignore[attr-defined]
         if isinstance(allowed, dict) and isinstance(key, str):
             yield from validator.descend(instance[key], allowed, path=key)  # type: ignore[index]
-        elif allowed is not True:
+        else:
             element, message = unknown_field(key, known)
             yield jsonschema.ValidationError(message, path=[element])
+
+
+def _properties(validator: Any, properties: dict, instance: object, schema: dict) -> Iterator[Any]:
+    """Draft 4's ``properties``, refusing unknown fields where no ``additionalProperties`` is given (the API server's
+    strict field validation)."""
+    yield from jsonschema.Draft4Validator.VALIDATORS["properties"](validator, properties, instance, schema)
+    if "additionalProperties" not in schema:
+        yield from _additional(validator, False, instance, schema)
 
 
 def _pattern(validator: Any, pattern: str, instance: object, schema: dict) -> Iterator[Any]:
@@ -115,17 +125,6 @@ def _pattern(validator: Any, pattern: str, instance: object, schema: dict) -> It
 
     if validator.is_type(instance, "string") and not re2.search(pattern, instance):
         yield jsonschema.ValidationError(f"does not match {pattern}")
-
-
-def _strict(schema: dict) -> dict:
-    """``schema`` refusing unknown fields wherever it lists properties (the API server's strict field validation)."""
-    result = {key: value for key, value in schema.items() if key not in ("properties", "items")}
-    if "properties" in schema:
-        result["properties"] = {name: _strict(child) for name, child in schema["properties"].items()}
-        result.setdefault("additionalProperties", False)
-    if "items" in schema:
-        result["items"] = _strict(schema["items"])
-    return result
 
 
 def _nodes(schema: dict, value: object, path: str) -> Iterator[tuple[dict, object, str]]:
@@ -156,15 +155,10 @@ def _duplicate_keys(keys: list[str], items: list, path: str) -> Iterator[Problem
 
 
 @functools.cache
-def _environment() -> Any:
+def _program(rule: str) -> Any:
     import celpy  # imported when first needed: it takes longer to import than everything else here
 
-    return celpy.Environment()
-
-
-@functools.cache
-def _program(rule: str) -> Any:
-    environment = _environment()
+    environment = celpy.Environment()  # cheap once the first has built cel-python's parser
     return environment.program(environment.compile(rule))
 
 
@@ -203,9 +197,9 @@ class Checker:
         self.hidden = hidden
         self.empty_is_default = empty_is_default
         validator = jsonschema.validators.extend(
-            jsonschema.Draft4Validator, {"required": _required, "additionalProperties": _additional,
-                                         "pattern": _pattern})
-        self.validator = validator(_strict(schema))
+            jsonschema.Draft4Validator, {"required": _required, "properties": _properties,
+                                         "additionalProperties": _additional, "pattern": _pattern})
+        self.validator = validator(schema)
 
     def check(self, value: object) -> tuple[object, list[Problem]]:
         """The defaulted ``value`` and every problem with it."""
@@ -222,12 +216,8 @@ class Checker:
 
     def schema_problems(self, value: object) -> list[Problem]:
         """The OpenAPI schema's problems with ``value``; a value of the wrong type gets that problem alone."""
-        errors = []
-        for error in self.validator.iter_errors(value):
-            path = self.path
-            for part in error.absolute_path:
-                path = join_path(path, part)
-            errors.append((path, error))
+        errors = [(functools.reduce(join_path, error.absolute_path, self.path), error)
+                  for error in self.validator.iter_errors(value)]
         mistyped = {path for path, error in errors if error.validator == "type"}
         return [Problem(path, self.message(error, path)) for path, error in errors
                 if path not in mistyped or error.validator == "type"]
@@ -242,14 +232,13 @@ class Checker:
             hint = f' (quote it in YAML: "{quote(value)}")' if rule == "string" and type(value) in (int, float) else ""
             return mismatch(value, KINDS.get(rule, rule)) + hint
         if kind == "enum":
-            return f"{self.shown(value, path)} is not one of {', '.join(map(str, rule))}"
+            return f"{self.shown(value, path)} is not {'one of ' if len(rule) > 1 else ''}{', '.join(map(str, rule))}"
+        bound = "below the minimum" if kind.startswith("min") else "above the maximum"
         if kind in ("minLength", "maxLength"):
-            bound = "below the minimum" if kind == "minLength" else "above the maximum"
             return f"{self.shown(value, path)} is {len(value)} characters long, {bound} length {rule}"
         if kind in ("minimum", "maximum"):
-            return f"{value} is {'below the minimum' if kind == 'minimum' else 'above the maximum'} {rule}"
+            return f"{value} is {bound} {rule}"
         if kind in ("minItems", "maxItems"):
-            bound = "below the minimum" if kind == "minItems" else "above the maximum"
             return f"has {len(value)} item{'s' if len(value) != 1 else ''}, {bound} {rule}"
         if kind == "pattern":
             return f"{self.shown(value, path)} {error.message}"

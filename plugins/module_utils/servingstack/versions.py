@@ -3,14 +3,11 @@
 """Version pins: parsing, release order and the rules on particular components.
 
 Every pin is a semantic version with an optional ``v`` (``v1.21.1``, ``0.18.3``,
-``v0.1.0-alpha.12-rc2``). Two components carry extra rules:
+``v0.1.0-alpha.12-rc2``); the CRD checks that, and the v1.8.x range of ``versions.envoyGateway``. Here:
 
-* ``versions.envoyGateway`` must be a v1.8.x release (v1.8.0 or later in release order), as the
-  reference says: Envoy AI Gateway v1.1.x (which this collection installs) is tested with v1.8.x and
-  Gateway API v1.5.x; v1.9.x is out of range until the AI Gateway release that pairs with it. A pin
-  below v1.8.1 (v1.8.0, or a v1.8.1 release candidate) is accepted with a warning: the AI Gateway is
-  built on Envoy Gateway v1.8.1 and its README says it needs v1.8.1 or later.
-* ``dynamo.grove`` must be v0.1.0-alpha.12-rc2 or later in *release order* (grove#753).
+* ``versions.envoyGateway`` below v1.8.1 (v1.8.0, or a v1.8.1 release candidate) is accepted with a warning:
+  Envoy AI Gateway v1.1.x is built on Envoy Gateway v1.8.1 and its README says it needs v1.8.1 or later.
+* ``dynamo.grove`` must be v0.1.0-alpha.12-rc2 or later in *release order* (grove#753), which CEL cannot compare.
 
 Release order differs from plain semver precedence in one way: a pre-release identifier
 ``<number>-<suffix>`` (``12-rc1``) is a candidate *for* ``<number>`` and sorts just before it,
@@ -34,9 +31,6 @@ _SEMVER = re.compile(SEMVER_PATTERN.replace("$", r"\Z"))
 _CANDIDATE = re.compile(r"^([0-9]+)-(.+)$")
 _PIECES = re.compile(r"[0-9]+|[^0-9]+")
 
-SEMVER_RULE = "a semantic version such as v1.2.3, 1.2.3 or v0.1.0-alpha.12-rc2 (the leading v is optional)"
-
-# The reference allows every v1.8.x; Envoy AI Gateway v1.1.x is built on v1.8.1 and says it needs it.
 ENVOY_GATEWAY_MINIMUM = "v1.8.0"
 ENVOY_GATEWAY_ADVISED = "v1.8.1"
 GROVE_MINIMUM = "v0.1.0-alpha.12-rc2"
@@ -59,14 +53,6 @@ class Version:
             0 if self.prerelease else 1,
             tuple(_identifier_key(identifier) for identifier in self.prerelease),
         )
-
-    def __str__(self) -> str:
-        text = f"{self.major}.{self.minor}.{self.patch}"
-        if self.prerelease:
-            text += "-" + ".".join(self.prerelease)
-        if self.build:
-            text += "+" + self.build
-        return text
 
 
 def _digits(text: str) -> bool:
@@ -102,31 +88,15 @@ def release_key(text: str) -> tuple:
     """Release-order key of a version string; raises ValueError when it does not parse."""
     version = parse(text)
     if version is None:
-        raise ValueError(f"{text!r} is not {SEMVER_RULE}")
+        raise ValueError(f"{text!r} is not a semantic version such as v1.2.3")
     return version.release_key()
 
 
-def check_envoy_gateway(text: str) -> str | None:
-    """Why an Envoy Gateway pin is out of range, or None when it is in range."""
+def caution_envoy_gateway(text: object) -> str | None:
+    """Why an in-range Envoy Gateway pin is unwise, or None when it is not (or is out of range: the CRD's rule)."""
     version = parse(text)
-    if version is None:
-        return None
-    if (version.major, version.minor) == (1, 8) and version.release_key() >= release_key(ENVOY_GATEWAY_MINIMUM):
-        return None
-    return (
-        f"is out of range: it must be a v1.8.x Envoy Gateway release, {ENVOY_GATEWAY_MINIMUM} or later: "
-        "Envoy AI Gateway v1.1.x is built on Envoy Gateway v1.8.1 and tested with v1.8.x and Gateway API v1.5.x; "
-        "older releases lack the Gateway API CRDs (ListenerSet) and InferencePool backend support it needs, "
-        "and v1.9.x is out of range until the AI Gateway release that pairs with it"
-    )
-
-
-def caution_envoy_gateway(text: str) -> str | None:
-    """Why an in-range Envoy Gateway pin is unwise, or None when it is not (or is out of range)."""
-    version = parse(text)
-    if version is None or check_envoy_gateway(text) is not None:
-        return None
-    if version.release_key() >= release_key(ENVOY_GATEWAY_ADVISED):
+    if version is None or (version.major, version.minor) != (1, 8) \
+            or not release_key(ENVOY_GATEWAY_MINIMUM) <= version.release_key() < release_key(ENVOY_GATEWAY_ADVISED):
         return None
     return (
         f"is accepted (the reference allows any v1.8.x) but unwise: it is older than {ENVOY_GATEWAY_ADVISED}, and "
@@ -149,14 +119,3 @@ def check_grove(text: str) -> str | None:
         "(grove#753), and Kubernetes expands $(VAR) only from variables listed earlier, which blocks Modelplane "
         "from aliasing MODELPLANE_LEADER_ADDRESS to them"
     )
-
-
-# Spec paths of pins with a rule beyond "is a semantic version", and the rule.
-RULES = {
-    "versions.envoyGateway": check_envoy_gateway,
-    "dynamo.grove": check_grove,
-}
-# Spec paths of pins accepted with a warning in part of their range, and why.
-CAUTIONS = {
-    "versions.envoyGateway": caution_envoy_gateway,
-}
