@@ -18,7 +18,6 @@ starting once cert-manager has converged. Both equal the critical path: the long
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 
@@ -73,7 +72,7 @@ def _cost(assignment: dict[str, int], order: list[str], needs: dict[str, list[st
     return total, len(set(assignment.values())), sum(assignment.values())
 
 
-# Assignments the search looks at, at most: today's tables have a few hundred.
+# Partial schedules the search looks at, at most: today's tables need a few hundred.
 SEARCH_BUDGET = 5000
 
 
@@ -81,24 +80,41 @@ def stages(plan: list[dict[str, Any]]) -> list[list[list[str]]]:
     """The plan's components as stages of lanes of component names, heaviest lane first in a stage.
 
     Every assignment of components to stages (no more stages than dependency depths, never before what a
-    component needs) is weighed by ``_cost``; the cheapest wins, the dependency depths on a tie. A plan has a
-    handful of components, so the search is small; it is capped, so a table far larger than today's still plans at
-    once, if less well.
+    component needs) is weighed by ``_cost``; a plan has a handful of components, so the search is small.
     """
     order = [entry["name"] for entry in plan]
     weights = _weights(plan)
     needs = {entry["name"]: list(entry["needs"]) for entry in plan}
+    count = max(depths(plan).values(), default=-1) + 1
+    floor = critical_path(plan)
+    # Start from the dependency depths (always valid); the search may only improve on it. Its size is capped,
+    # so a table far larger than today's still plans at once, if less well.
     by_depth = depths(plan)
+    best: tuple[tuple[int, int, int], dict[str, int]] = (_cost(by_depth, order, needs, weights), by_depth)
+    budget = [SEARCH_BUDGET]
 
-    def closed(choice: tuple[int, ...]) -> dict[str, int]:
+    def place(index: int, assignment: dict[str, int]) -> None:
+        nonlocal best
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
         # Stage numbers close up (0, 2 -> 0, 1) so that the cost counts stages, not gaps.
-        used = {stage: rank for rank, stage in enumerate(sorted(set(choice)))}
-        return {name: used[stage] for name, stage in zip(order, choice, strict=True)}
+        used = {stage: rank for rank, stage in enumerate(sorted(set(assignment.values())))}
+        closed = {name: used[stage] for name, stage in assignment.items()}
+        cost = _cost(closed, order[:index], needs, weights)
+        # Placing more components never lowers the cost, nor does any schedule beat the critical path: a partial
+        # schedule that cannot do better than the best found ends here.
+        if (max(cost[0], floor), *cost[1:]) >= best[0]:
+            return
+        if index == len(order):
+            best = (cost, closed)
+            return
+        name = order[index]
+        for stage in range(max((assignment[need] for need in needs[name]), default=0), count):
+            place(index + 1, {**assignment, name: stage})
 
-    choices = itertools.product(range(max(by_depth.values(), default=-1) + 1), repeat=len(order))
-    candidates = (closed(choice) for choice in itertools.islice(choices, SEARCH_BUDGET))
-    valid = (found for found in candidates if all(found[need] <= found[name] for name in order for need in needs[name]))
-    assignment = min([by_depth, *valid], key=lambda assignment: _cost(assignment, order, needs, weights))
+    place(0, {})
+    assignment = best[1]
     return [
         sorted(_lanes_of([name for name in order if assignment[name] == stage], needs),
                key=lambda lane: -sum(weights[name] for name in lane))
