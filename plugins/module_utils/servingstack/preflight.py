@@ -2,20 +2,13 @@
 # Apache License 2.0 (see LICENSE)
 """The preflight: what the target cluster must offer before the first component installs.
 
-``check`` turns what the ``servingstack_preflight`` lookup read of the cluster (its ``/version``, its API groups
-``/apis``, one page of its Nodes, Helm's release Secrets and the CRDs), with the install plan, into problems (the
-converge refuses) and warnings:
-
-* the cluster's Kubernetes is older than the oldest the pinned charts support: the newest of the lower bounds
-  of their ``kubeVersion`` constraints (``CHART_KUBE_VERSIONS``);
-* a planned component needs an API group the cluster does not serve (``API_NEEDS``: the NVIDIA DRA driver
-  needs ``resource.k8s.io``, Dynamic Resource Allocation);
-* a Helm release of a planned chart under another name, or a CRD another release owns (``ownership``);
-* (a warning) a planned component needs a gateway address (``Component.ingress``: the Gateway's LoadBalancer
-  Service) and no Node shows a cloud provider: none has ``spec.providerID`` nor an ``ExternalIP`` address. A
-  cluster without either often has no load-balancer controller either, and the Gateway would get no address
-  (the ServingStack stays not Ready). The heuristic is cheap and can be wrong both ways (MetalLB on bare metal;
-  kind sets a provider ID without a load balancer), so it only warns.
+``check`` turns what the ``servingstack_preflight`` lookup read of the cluster, with the install plan, into the
+problems and warnings its DOCUMENTATION lists. The Kubernetes floor is the newest lower bound of the planned charts'
+``kubeVersion`` constraints (``CHART_KUBE_VERSIONS``); the API groups come from ``API_NEEDS``; ownership from
+``ownership``. The load-balancer warning is a heuristic: a cluster whose Nodes show no cloud provider (no
+``spec.providerID``, no ``ExternalIP``) often has no load-balancer controller either, and the Gateway would get no
+address; it can be wrong both ways (MetalLB on bare metal; kind sets a provider ID without a load balancer), so it
+only warns.
 """
 
 from __future__ import annotations
