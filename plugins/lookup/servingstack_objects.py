@@ -77,38 +77,14 @@ from ansible.plugins.lookup import LookupBase
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
 
 
-def object_ref(obj: dict[str, Any]) -> dict[str, Any]:
-    """``{apiVersion, kind, metadata: {name[, namespace]}}`` of an object: what a deletion needs, none of its data."""
-    metadata = obj.get("metadata") or {}
-    ref = {"name": metadata.get("name")}
-    if metadata.get("namespace"):
-        ref["namespace"] = metadata["namespace"]
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": ref}
-
-
-def found_refs(results: list[Any]) -> list[dict[str, Any]]:
-    """The references of the objects in ``results`` (objects, None for one absent, lists of objects), in order."""
-    found: list[dict[str, Any]] = []
-    for result in results:
-        found.extend(object_ref(obj) for obj in (result if isinstance(result, list) else [result]) if obj)
-    return found
-
-
-def _refs(terms: list[Any]) -> list[dict[str, Any]]:
-    refs: list[dict[str, Any]] = []
-    for term in terms:
-        for ref in term if isinstance(term, list) else [term]:
-            if not isinstance(ref, dict) or not ref.get("apiVersion") or not ref.get("kind"):
-                raise AnsibleLookupError(
-                    f"servingstack_objects: each term needs apiVersion and kind, got {type(ref).__name__}")
-            refs.append(ref)
-    return refs
-
-
 class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
         self.set_options(var_options=variables, direct=kwargs)
-        refs = _refs(terms)
+        refs = [ref for term in terms for ref in (term if isinstance(term, list) else [term])]
+        for ref in refs:
+            if not isinstance(ref, dict) or not ref.get("apiVersion") or not ref.get("kind"):
+                raise AnsibleLookupError(
+                    f"servingstack_objects: each term needs apiVersion and kind, got {type(ref).__name__}")
         if not refs:
             return []
         try:
@@ -116,4 +92,9 @@ class LookupModule(LookupBase):
             results = [kubeclient.read(client, ref) for ref in refs]
         except kubeclient.KubeReadError as error:
             raise AnsibleLookupError(f"servingstack_objects: {error}") from None
-        return found_refs(results) if self.get_option("refs") else results
+        if not self.get_option("refs"):
+            return results
+        found = [obj for result in results for obj in (result if isinstance(result, list) else [result]) if obj]
+        return [{"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                 "metadata": {key: obj["metadata"][key] for key in ("name", "namespace") if obj["metadata"].get(key)}}
+                for obj in found]

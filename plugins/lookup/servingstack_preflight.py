@@ -68,22 +68,20 @@ from typing import Any
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, ownership, preflight
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, preflight
 
 display = Display()
 # One page is enough: a cloud sets a provider ID on every node, so the first nodes tell.
 NODES_PAGE = 100
-
-
-def _as_is(_client: Any, data: Any) -> Any:
-    return data
+# A release's latest revision is in one of these; superseded and uninstalled revisions are history.
+LIVE_STATES = "deployed,failed,pending-install,pending-upgrade,pending-rollback"
 
 
 def _get(client: Any, path: str, what: str, **params: Any) -> dict[str, Any]:
     try:
         # The decoded JSON as it is: the client's default wraps it in a ResourceInstance, which needs a kind
         # (/version has none).
-        return client.request("GET", path, serializer=_as_is, **params)
+        return client.request("GET", path, serializer=lambda _client, data: data, **params)
     except Exception as error:
         status = getattr(error, "status", None)
         reason = getattr(error, "reason", None) or type(error).__name__
@@ -94,45 +92,27 @@ class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
         self.set_options(var_options=variables, direct=kwargs)
         plan = self.get_option("plan")
-        cluster_checks = self.get_option("cluster_checks")
+        read: dict[str, Any] = {}
         try:
             client = kubeclient.connect(self.get_option("kubeconfig"), self.get_option("context"))
-            problems = [] if self.get_option("adopt") else _ownership_problems(client, plan)
-            if not cluster_checks:
-                if problems and self.get_option("refuse"):
-                    raise AnsibleLookupError("; ".join(problems))
-                return [{"kubernetes": "", "problems": problems, "warnings": []}]
-            version = _get(client, "/version", "the cluster's version (/version)")
-            groups = _get(client, "/apis", "the cluster's API groups (/apis)")
-            try:
-                listed = _get(client, "/api/v1/nodes", "the Nodes", limit=NODES_PAGE)
-                nodes: list[dict[str, Any]] | None = listed.get("items") or []
-            except kubeclient.KubeReadError as error:  # not allowed to list Nodes (RBAC): no load-balancer check
-                display.warning(f"servingstack_preflight: {error}: the load-balancer check is skipped")
-                nodes = None
+            if not self.get_option("adopt") and any(component.get("releases") for component in plan):
+                read["secrets"] = _get(client, "/api/v1/secrets", "the Helm release Secrets",
+                                       labelSelector=f"owner=helm,status in ({LIVE_STATES})",
+                                       fieldSelector="type=helm.sh/release.v1").get("items") or []
+                read["crds"] = _get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                    "the CRDs").get("items") or []
+            if self.get_option("cluster_checks"):
+                read["version_info"] = _get(client, "/version", "the cluster's version (/version)")
+                read["api_group_list"] = _get(client, "/apis", "the cluster's API groups (/apis)")
+                try:
+                    read["nodes"] = _get(client, "/api/v1/nodes", "the Nodes", limit=NODES_PAGE).get("items") or []
+                except kubeclient.KubeReadError as error:  # not allowed to list Nodes (RBAC): no load-balancer check
+                    display.warning(f"servingstack_preflight: {error}: the load-balancer check is skipped")
         except kubeclient.KubeReadError as error:
             raise AnsibleLookupError(f"servingstack_preflight: {error}") from None
-        found = preflight.check(plan, version, groups, nodes)
-        for warning in found.warnings:
+        found = preflight.check(plan, **read)
+        for warning in found["warnings"]:
             display.warning(warning)
-        problems = list(found.problems) + problems
-        if problems and self.get_option("refuse"):
-            raise AnsibleLookupError("; ".join(problems))
-        return [{"kubernetes": found.kubernetes, "problems": problems, "warnings": list(found.warnings)}]
-
-
-# A release's latest revision is in one of these; superseded and uninstalled revisions are history.
-LIVE_STATES = "deployed,failed,pending-install,pending-upgrade,pending-rollback"
-
-
-def _ownership_problems(client: Any, plan: list[dict[str, Any]]) -> list[str]:
-    """Releases and CRDs of the planned charts that another Helm release owns, each with how to take them over."""
-    releases = [release for component in plan or [] for release in component.get("releases") or []]
-    if not releases:
-        return []
-    secrets = _get(client, "/api/v1/secrets", "the Helm release Secrets",
-                   labelSelector=f"owner=helm,status in ({LIVE_STATES})",
-                   fieldSelector="type=helm.sh/release.v1").get("items") or []
-    crds = _get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "the CRDs").get("items") or []
-    found = ownership.foreign_releases(releases, secrets) + ownership.crd_conflicts(releases, crds)
-    return [f"{problem}: remove it, or set servingstack_adopt to take it over" for problem in found]
+        if found["problems"] and self.get_option("refuse"):
+            raise AnsibleLookupError("; ".join(found["problems"]))
+        return [found]

@@ -115,15 +115,15 @@ def test_a_constraint_other_than_one_lower_bound_is_refused_not_misread(constrai
 
 
 def test_the_oldest_supported_kubernetes_is_computed_from_the_pins():
-    minimum, charts = preflight.oldest_supported(preflight.floors(STANDARD))
-    assert preflight.display(minimum) == "v1.32.0"
-    assert [floor.describe() for floor in charts] == ["dra-driver-nvidia-gpu 0.4.0: >=1.32.0-0"]
+    problem = preflight.version_problem("v1.31.4", preflight.floors(STANDARD))
+    assert "older than v1.32.0, the oldest the pinned charts support (dra-driver-nvidia-gpu 0.4.0: >=1.32.0-0)" \
+        in problem
     # Dynamo installs the same charts with a floor.
-    assert preflight.oldest_supported(preflight.floors(DYNAMO))[0] == minimum
+    assert preflight.version_problem("v1.31.4", preflight.floors(DYNAMO)) == problem
 
 
 def test_a_cluster_older_than_the_pinned_charts_is_refused_naming_the_chart_and_the_fix():
-    problem = preflight.version_problem({"gitVersion": "v1.31.4"}, preflight.floors(STANDARD))
+    problem = preflight.version_problem("v1.31.4", preflight.floors(STANDARD))
     assert problem == ("cluster kubernetes v1.31.4 is older than v1.32.0, the oldest the pinned charts support "
                        "(dra-driver-nvidia-gpu 0.4.0: >=1.32.0-0): upgrade the cluster to v1.32.0 or later")
 
@@ -131,81 +131,82 @@ def test_a_cluster_older_than_the_pinned_charts_is_refused_naming_the_chart_and_
 @pytest.mark.parametrize("git_version", ["v1.32.0", "v1.32.0-gke.1200", "v1.33.5-eks-3025e55", "v1.36.3+k3s1",
                                          "v2.0.0"])
 def test_a_cluster_at_or_past_the_floor_passes_vendor_suffixes_included(git_version):
-    assert preflight.version_problem({"gitVersion": git_version}, preflight.floors(STANDARD)) is None
+    assert preflight.version_problem(git_version, preflight.floors(STANDARD)) is None
 
 
 @pytest.mark.parametrize("git_version", ["v1.31.9-gke.1200", "v1.31.4+k3s1", "v1.28.0"])
 def test_a_vendor_build_of_an_older_release_is_refused(git_version):
-    assert preflight.version_problem({"gitVersion": git_version}, preflight.floors(STANDARD)).startswith(
+    assert preflight.version_problem(git_version, preflight.floors(STANDARD)).startswith(
         f"cluster kubernetes {git_version} is older than v1.32.0")
 
 
 def test_a_very_old_cluster_is_told_the_newest_floor_only():
-    problem = preflight.version_problem({"gitVersion": "v1.18.0"}, preflight.floors(STANDARD))
+    problem = preflight.version_problem("v1.18.0", preflight.floors(STANDARD))
     assert "older than v1.32.0" in problem and "cert-manager" not in problem
 
 
 def test_a_later_pin_keeps_the_floor_and_says_where_it_was_read():
     floors = preflight.floors(with_pins(nvidiaDraDriver="0.5.0"))
-    problem = preflight.version_problem({"gitVersion": "v1.31.4"}, floors)
+    problem = preflight.version_problem("v1.31.4", floors)
     assert "(dra-driver-nvidia-gpu 0.5.0: >=1.32.0-0 as of 0.4.0)" in problem
 
 
 def test_an_earlier_pin_has_no_known_floor_so_the_next_one_applies():
     floors = preflight.floors(with_pins(nvidiaDraDriver="0.3.0"))
-    assert "dra-driver-nvidia-gpu" not in {floor.chart for floor in floors}
-    assert preflight.version_problem({"gitVersion": "v1.31.4"}, floors) is None
-    assert preflight.version_problem({"gitVersion": "v1.24.9"}, floors) == (
+    assert not any(text.startswith("dra-driver-nvidia-gpu ") for _bound, text in floors)
+    assert preflight.version_problem("v1.31.4", floors) is None
+    assert preflight.version_problem("v1.24.9", floors) == (
         "cluster kubernetes v1.24.9 is older than v1.25.0, the oldest the pinned charts support "
         "(trust-manager v0.24.0: >= 1.25.0-0): upgrade the cluster to v1.25.0 or later")
 
 
 def test_equal_floors_are_all_named():
-    floors = [preflight.Floor("a", "1.0.0", "1.0.0", ">=1.30.0-0", preflight.lower_bound(">=1.30.0-0")),
-              preflight.Floor("b", "2.0.0", "2.0.0", ">=1.30.0-0", preflight.lower_bound(">=1.30.0-0"))]
-    assert "(a 1.0.0: >=1.30.0-0, b 2.0.0: >=1.30.0-0)" in preflight.version_problem({"gitVersion": "v1.29.0"}, floors)
+    floors = [(preflight.lower_bound(">=1.30.0-0"), "a 1.0.0: >=1.30.0-0"),
+              (preflight.lower_bound(">=1.29.0-0"), "c 1.0.0: >=1.29.0-0"),
+              (preflight.lower_bound(">=1.30.0-0"), "b 2.0.0: >=1.30.0-0")]
+    assert "(a 1.0.0: >=1.30.0-0, b 2.0.0: >=1.30.0-0)" in preflight.version_problem("v1.29.0", floors)
 
 
 def test_an_unreadable_version_skips_the_check_with_a_warning():
     found = preflight.check(STANDARD, {"gitVersion": "v1.36"}, DRA_V1, [CLOUD_NODE])
-    assert found.problems == ()
-    assert found.warnings == ("cannot read the cluster's Kubernetes version from /version (gitVersion 'v1.36'): "
-                              "the version check is skipped",)
+    assert found["problems"] == []
+    assert found["warnings"] == ["cannot read the cluster's Kubernetes version from /version (gitVersion 'v1.36'): "
+                                 "the version check is skipped"]
 
 
 # --------------------------------------------------------------------------- the DRA API
 
 
 def test_the_dra_driver_needs_resource_k8s_io_and_the_message_names_the_fix():
-    [problem] = preflight.api_problems(STANDARD, preflight.served_groups(NO_DRA))
+    [problem] = preflight.api_problems(STANDARD, NO_DRA)
     assert problem.startswith(
         "cluster serves no resource.k8s.io API (Dynamic Resource Allocation), which the NVIDIA DRA driver "
         "(dra-driver-nvidia-gpu 0.4.0) needs (resource.k8s.io/v1, v1beta2 or v1beta1): serve resource.k8s.io/v1 "
         "(on by default from Kubernetes 1.34")
-    assert preflight.api_problems(DYNAMO, preflight.served_groups(NO_DRA)) == [problem]
+    assert preflight.api_problems(DYNAMO, NO_DRA) == [problem]
 
 
 @pytest.mark.parametrize("served", [["v1"], ["v1beta1"], ["v1beta2", "v1alpha3"]])
 def test_any_version_the_chart_renders_for_will_do(served):
     groups = {"groups": [{"name": "resource.k8s.io", "versions": [{"version": v} for v in served]}]}
-    assert preflight.api_problems(STANDARD, preflight.served_groups(groups)) == []
+    assert preflight.api_problems(STANDARD, groups) == []
 
 
 def test_only_an_alpha_the_chart_cannot_use_is_named():
     groups = {"groups": [{"name": "resource.k8s.io", "versions": [{"version": "v1alpha3"}]}]}
-    [problem] = preflight.api_problems(STANDARD, preflight.served_groups(groups))
+    [problem] = preflight.api_problems(STANDARD, groups)
     assert problem.startswith("cluster serves resource.k8s.io only as v1alpha3 (Dynamic Resource Allocation)")
 
 
 def test_no_dra_driver_in_the_plan_needs_no_dra():
-    assert preflight.api_problems(without({"nvidia_dra"}), preflight.served_groups(NO_DRA)) == []
+    assert preflight.api_problems(without({"nvidia_dra"}), NO_DRA) == []
 
 
 # --------------------------------------------------------------------------- the load-balancer warning
 
 
 def test_nodes_without_a_cloud_provider_warn_that_the_gateway_may_get_no_address():
-    [warning] = preflight.check(STANDARD, {"gitVersion": "v1.36.3"}, DRA_V1, [BARE_NODE]).warnings
+    [warning] = preflight.check(STANDARD, {"gitVersion": "v1.36.3"}, DRA_V1, [BARE_NODE])["warnings"]
     assert warning.startswith("the cluster may have no load-balancer controller: no node has a cloud provider ID")
     assert "GatewayAddressPending" in warning and "MetalLB" in warning
     # No node at all shows none either.
@@ -222,19 +223,20 @@ def test_one_node_showing_a_cloud_provider_is_enough(node):
 
 def test_no_warning_without_a_gateway_or_without_the_nodes():
     assert preflight.load_balancer_warning(without({"envoy_gateway"}), [BARE_NODE]) is None
-    assert preflight.load_balancer_warning(STANDARD, None) is None
+    # Nothing read (Nodes the lookup may not list): nothing checked.
+    assert preflight.check(STANDARD) == {"kubernetes": "", "problems": [], "warnings": []}
 
 
 def test_a_good_cluster_has_nothing_to_say():
     found = preflight.check(STANDARD, {"gitVersion": "v1.36.3"}, DRA_V1, [CLOUD_NODE])
-    assert found == preflight.Findings("v1.36.3", (), ())
+    assert found == {"kubernetes": "v1.36.3", "problems": [], "warnings": []}
 
 
 def test_every_problem_is_its_own_message():
     found = preflight.check(STANDARD, {"gitVersion": "v1.31.4"}, NO_DRA, [BARE_NODE])
-    assert [problem.split(" is older")[0].split(" (")[0] for problem in found.problems] == [
+    assert [problem.split(" is older")[0].split(" (")[0] for problem in found["problems"]] == [
         "cluster kubernetes v1.31.4", "cluster serves no resource.k8s.io API"]
-    assert len(found.warnings) == 1
+    assert len(found["warnings"]) == 1
 
 
 # --------------------------------------------------------------------------- the lookup
@@ -466,6 +468,6 @@ def test_the_preflight_task_gives_the_lookup_the_plan_adopt_the_checks_and_the_t
 
 def test_the_readme_shows_the_message_the_pins_give():
     """The README's example names the floor the pins set; a new pin with another floor changes the example."""
-    message = preflight.version_problem({"gitVersion": "v1.31.4"}, preflight.floors(STANDARD))
+    message = preflight.version_problem("v1.31.4", preflight.floors(STANDARD))
     section = (REPO / "README.md").read_text().split("### Preflight", 1)[1].split("\n### ", 1)[0]
     assert f"`{message}`" in section

@@ -37,7 +37,7 @@ def release_chart(secret: dict[str, Any]) -> tuple[str, str, str] | None:
 
 def foreign_releases(releases: list[dict[str, Any]], secrets: list[dict[str, Any]]) -> list[str]:
     """Releases of the same charts as ``releases`` (plan entries) under another name, one line each."""
-    found = {chart for chart in map(release_chart, secrets or []) if chart}
+    found = {chart for chart in map(release_chart, secrets) if chart}
     return sorted(
         f"Helm release {namespace}/{name} installs the chart {chart} too (ours is "
         f"{release['namespace']}/{release['release']})"
@@ -106,13 +106,11 @@ def crd_conflicts(releases: list[dict[str, Any]], crds: list[dict[str, Any]]) ->
     """
     lines: list[str] = []
     for release in releases:
-        groups = set(release.get("crd_groups") or [])
-        for crd in crds or []:
-            annotations = (crd.get("metadata") or {}).get("annotations") or {}
-            owner = annotations.get(RELEASE_NAME)
-            owner_namespace = annotations.get(RELEASE_NAMESPACE)
-            group = (crd.get("spec") or {}).get("group")
-            if group in groups and owner and (owner, owner_namespace) != (release["release"], release["namespace"]):
+        ours = (release["namespace"], release["release"])
+        for crd in crds:
+            annotations = crd["metadata"].get("annotations") or {}
+            owner = (annotations.get(RELEASE_NAMESPACE), annotations.get(RELEASE_NAME))
+            if owner[1] and owner != ours and crd["spec"]["group"] in (release.get("crd_groups") or []):
                 lines.append(f"CustomResourceDefinition {crd['metadata']['name']} belongs to Helm release "
-                             f"{owner_namespace or '?'}/{owner} (ours is {release['namespace']}/{release['release']})")
+                             f"{owner[0] or '?'}/{owner[1]} (ours is {'/'.join(ours)})")
     return lines
