@@ -210,4 +210,3 @@ def logins(mirror: Mirror | None) -> list[dict[str, Any]]:
                 "insecure_skip_tls_verify": source.insecure_skip_tls_verify,
             }
     return list(found.values())
-
