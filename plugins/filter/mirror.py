@@ -35,11 +35,6 @@ def servingstack_chart_logins(setting: Any) -> list[dict[str, Any]]:
     return mirror.logins(_parsed(setting))
 
 
-def servingstack_chart_environment(setting: Any, directory: str) -> dict[str, str]:
-    """Helm's private repository/registry configuration under ``directory`` when the mirror has credentials."""
-    return mirror.helm_environment(_parsed(setting), directory)
-
-
 class FilterModule:
     """modelplane.serving chart mirror filters."""
 
@@ -48,5 +43,4 @@ class FilterModule:
             "servingstack_chart_mirror_problems": servingstack_chart_mirror_problems,
             "servingstack_chart_logins": servingstack_chart_logins,
             "servingstack_mirrored_releases": servingstack_mirrored_releases,
-            "servingstack_chart_environment": servingstack_chart_environment,
         }

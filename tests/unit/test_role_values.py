@@ -2,7 +2,7 @@
 
 Each role's variables are rendered with Ansible's own templating, as the play does in
 modelplane.serving.component's tasks (the role's and the component role's defaults, the test's extra vars, their
-vars, then the facts the first task of roles/component/tasks/main.yml sets), and every values key is checked against
+vars, then the vars of the one task of roles/component/tasks/main.yml), and every values key is checked against
 the chart's upstream values.yaml. Objects of custom kinds are validated against their upstream CRD schema. Every
 role's argument specs mirror its defaults, and every component role holds only what differs from the others.
 """
@@ -62,19 +62,18 @@ def _load(path: Path) -> dict[str, Any]:
 COMPONENT = ROLES / "component"
 
 
-def _component_tasks() -> list[dict[str, Any]]:
+def _component_tasks(name: str = "main") -> list[dict[str, Any]]:
     from ansible.parsing.dataloader import DataLoader
 
-    return DataLoader().load_from_file(str(COMPONENT / "tasks" / "main.yml"), trusted_as_template=True)
+    return DataLoader().load_from_file(str(COMPONENT / "tasks" / f"{name}.yml"), trusted_as_template=True)
 
 
-def _rendered_facts() -> dict[str, Any]:
-    """What the first task of modelplane.serving.component sets (the values by chart, the objects, the mirrored
-    releases), with the task's own vars: templated when read, as set_fact templates them when it runs."""
-    task = _component_tasks()[0]
-    facts = task["ansible.builtin.set_fact"]
-    assert "component_chart_values" in facts, "the component's values are set by its first task"
-    return {**task.get("vars", {}), **facts}
+def _rendered_vars() -> dict[str, Any]:
+    """The vars of the one task of modelplane.serving.component (the values by chart, the objects, the mirrored
+    releases), templated when read, as Ansible templates them where the included tasks use them."""
+    [task] = _component_tasks()
+    assert "component_chart_values" in task["vars"], "the component's values are rendered by its one task's vars"
+    return task["vars"]
 
 
 def templar(role: str, **extra: Any):
@@ -91,7 +90,7 @@ def templar(role: str, **extra: Any):
     for folder in (ROLES / role, COMPONENT):
         if (folder / "vars" / "main.yml").exists():
             variables.update(_load(folder / "vars" / "main.yml"))
-    variables.update(_rendered_facts())
+    variables.update(_rendered_vars())
     return Templar(loader=DataLoader(), variables=variables)
 
 
@@ -108,7 +107,7 @@ def render(role: str, template: str, **extra: Any) -> list[dict[str, Any]]:
 
 
 def by_chart(role: str, **extra: Any) -> dict[str, dict[str, Any]]:
-    """Chart name -> values, as modelplane.serving.component hands them to kubernetes.core.helm (releases.yml)."""
+    """Chart name -> values, as modelplane.serving.component hands them to kubernetes.core.helm (present.yml)."""
     return var(role, "component_chart_values", **extra)
 
 
@@ -589,7 +588,7 @@ def test_every_default_is_commented(role):
 COMPONENT_ROLES = sorted(set(MY_ROLES) - {"servingstack", "component"})
 # What a component role may hold: what differs from the others, and the include every one has.
 MAY_HOLD = {
-    "README.md", "meta/main.yml", "meta/argument_specs.yml", "tasks/main.yml", "defaults/main.yml", "vars/main.yml",
+    "README.md", "meta/argument_specs.yml", "tasks/main.yml", "defaults/main.yml", "vars/main.yml",
     "templates/values.yaml.j2", "templates/objects.yaml.j2", "templates/prerequisites.yaml.j2",
     "tasks/present.yml", "tasks/absent.yml",
 }
@@ -617,14 +616,13 @@ def test_a_component_roles_values_are_keyed_by_its_charts(role):
 
 def test_a_chart_only_component_is_its_values_and_readme():
     """lws, nfd, prometheus: the table entry, the schema's pin, and a role of values and a README (README.md,
-    "Adding a component"), with the meta/ and tasks/main.yml every component role has."""
+    "Adding a component"), with the argument specs and tasks/main.yml every component role has."""
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import components
 
     for role in ("lws", "nfd", "prometheus"):
         assert components.BY_NAME[role].charts and not components.BY_NAME[role].manifests, role
         held = {str(path.relative_to(ROLES / role)) for path in (ROLES / role).rglob("*") if path.is_file()}
-        assert held == {"README.md", "meta/main.yml", "meta/argument_specs.yml", "tasks/main.yml",
-                        "templates/values.yaml.j2"}, role
+        assert held == {"README.md", "meta/argument_specs.yml", "tasks/main.yml", "templates/values.yaml.j2"}, role
 
 
 @pytest.mark.parametrize("role", COMPONENT_ROLES)
@@ -632,8 +630,8 @@ def test_a_component_role_holds_only_known_parts(role):
     held = {str(path.relative_to(ROLES / role)) for path in (ROLES / role).rglob("*") if path.is_file()}
     extra_templates = {name for name in held if name.startswith("templates/")} - MAY_HOLD
     extra_tasks = {name for name in held if name.startswith("tasks/")} - MAY_HOLD
-    # envoy_gateway's tasks are split (what present and absent both read first, prune, legacy).
-    assert extra_tasks <= {"tasks/spec.yml", "tasks/prune.yml", "tasks/legacy.yml"}, role
+    # envoy_gateway's present.yml and absent.yml both start with what tasks/spec.yml reads.
+    assert extra_tasks <= {"tasks/spec.yml"}, role
     assert held - MAY_HOLD - extra_templates - extra_tasks == set(), role
 
 
@@ -758,17 +756,11 @@ def _holds(templar_: Any, when: Any) -> bool:
     return all(templar_.template(trust_as_template("{{ " + str(condition) + " }}")) for condition in conditions)
 
 
-def _state_block(state: str) -> list[dict[str, Any]]:
-    [block] = [task for task in _component_tasks() if task.get("when") == f"component_state == '{state}'"]
-    return block["block"]
-
-
 def _teardown_finds(role: str, **extra: Any) -> dict[str, Any]:
-    """What the absent block of modelplane.serving.component's tasks/main.yml sets before it deletes anything."""
+    """What modelplane.serving.component's tasks/absent.yml finds to delete (its tasks' vars)."""
     templar_ = templar(role, component_state="absent", **extra)
-    [finds] = [task["ansible.builtin.set_fact"] for task in _state_block("absent")
-               if "ansible.builtin.set_fact" in task]
-    return {name: templar_.template(value) for name, value in finds.items()}
+    return {name: templar_.template(value) for task in _component_tasks("absent")
+            for name, value in task.get("vars", {}).items()}
 
 
 # The objects a kubernetes.core.k8s task of the converge applies or deletes -> the step it is.
@@ -777,36 +769,39 @@ OBJECT_STEPS = {"component_prerequisites": "prerequisites.yml", "component_prere
 
 
 def _steps(role: str, **extra: Any) -> list[str]:
-    """The steps modelplane.serving.component's tasks/main.yml takes for ``role``: each task of the block for
-    component_state whose ``when`` holds (facts the block sets on the way included), named by the task file it
-    includes or the objects it applies or deletes."""
-    templar_ = templar(role, **extra)
-    state = templar_.template(templar_.available_variables["component_state"])
+    """The steps modelplane.serving.component takes for ``role``: each task of the file component_state names whose
+    ``when`` holds (with the task's own vars), named by the task file it includes, the objects it applies or deletes,
+    or "releases" for the Helm releases. A run not in check mode that changed no release (component_helm)."""
+    base = templar(role, **extra)
+    state = base.template(base.available_variables["component_state"])
     steps = []
-    for task in _state_block(state):
-        if "ansible.builtin.set_fact" in task:
-            facts = {name: templar_.template(value) for name, value in task["ansible.builtin.set_fact"].items()}
-            templar_ = templar_.copy_with_new_env(available_variables={**templar_.available_variables, **facts})
-        elif _holds(templar_, task.get("when")):
-            if "ansible.builtin.include_tasks" in task:
-                steps.append(Path(templar_.template(task["ansible.builtin.include_tasks"])).name)
-            else:
-                steps.append(OBJECT_STEPS[task["kubernetes.core.k8s"]["definition"].strip("{} ")])
+    for task in _component_tasks(state):
+        variables = {**base.available_variables, "ansible_check_mode": False, "component_helm": {"changed": False},
+                     **task.get("vars", {})}
+        templar_ = base.copy_with_new_env(available_variables=variables)
+        if "kubernetes.core.helm" in task:
+            steps += ["releases"] if templar_.template(task["loop"]) else []
+        elif task.get("loop") or not _holds(templar_, task.get("when")):
+            continue  # the CRDs to keep: read only after a release changed
+        elif "ansible.builtin.include_tasks" in task:
+            steps.append(Path(templar_.template(task["ansible.builtin.include_tasks"])).name)
+        else:
+            steps.append(OBJECT_STEPS[task["kubernetes.core.k8s"]["definition"].strip("{} ")])
     return steps
 
 
 @pytest.mark.parametrize(("role", "extra", "present", "absent"), [
     # A chart-only component: its releases, nothing else.
-    ("lws", {}, ["releases.yml"], ["uninstall.yml"]),
-    ("cert_manager", {}, ["releases.yml", "present.yml"], ["absent.yml", "uninstall.yml"]),
-    ("trust_manager", {}, ["releases.yml", "objects.yml"], ["objects.yml", "uninstall.yml"]),
+    ("lws", {}, ["releases"], ["uninstall.yml"]),
+    ("cert_manager", {}, ["releases", "present.yml"], ["absent.yml", "uninstall.yml"]),
+    ("trust_manager", {}, ["releases", "objects.yml"], ["objects.yml", "uninstall.yml"]),
     # The quota goes before the release when the driver root needs it, and after it on teardown whatever the root.
     ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}},
-     ["prerequisites.yml", "releases.yml", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
-    ("nvidia_dra", {}, ["releases.yml", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
-    ("grove_kai", {"component_spec": DYNAMO}, ["releases.yml", "objects.yml"], ["objects.yml", "uninstall.yml"]),
+     ["prerequisites.yml", "releases", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
+    ("nvidia_dra", {}, ["releases", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
+    ("grove_kai", {"component_spec": DYNAMO}, ["releases", "objects.yml"], ["objects.yml", "uninstall.yml"]),
     ("modelexpress", {"component_spec": DYNAMO}, ["objects.yml"], ["objects.yml"]),
-    ("envoy_gateway", {}, ["releases.yml", "present.yml"], ["absent.yml", "uninstall.yml"]),
+    ("envoy_gateway", {}, ["releases", "present.yml"], ["absent.yml", "uninstall.yml"]),
 ])
 def test_a_converge_runs_only_the_steps_the_component_has_in_order_and_teardown_backwards(role, extra, present,
                                                                                           absent, every_object_exists):
@@ -828,13 +823,16 @@ def test_the_component_name_is_the_role_that_imported_the_component_under_the_st
         assert name == "lws", parents
 
 
-def test_the_releases_get_the_values_the_component_renders_before_any_step():
-    """component_chart_values is set once, by the first task of the converge, and both kubernetes.core.helm
-    (releases.yml) and the CRD rendering of a teardown (uninstall.yml) take a release's values from it by chart."""
-    tasks = _component_tasks()
-    assert "ansible.builtin.set_fact" in tasks[0] and "block" not in tasks[0]
-    assert all("ansible.builtin.set_fact" not in task for task in tasks[1:]), "the values are rendered once"
-    for step, module in (("releases.yml", "kubernetes.core.helm"), ("uninstall.yml", "kubernetes.core.helm_template")):
+def test_the_releases_get_the_values_the_component_renders_for_every_step():
+    """component_chart_values is rendered in one place, the vars of the include of present.yml or absent.yml, and
+    both kubernetes.core.helm (present.yml) and the CRD rendering of a teardown (uninstall.yml) take a release's values
+    from it by chart."""
+    [task] = _component_tasks()
+    assert task["ansible.builtin.include_tasks"] == "{{ component_state }}.yml"
+    for step in ("present", "absent", "uninstall", "login"):
+        assert not [name for task in _component_tasks(step) for name in task.get("vars", {})
+                    if name in _rendered_vars()], f"{step}.yml renders nothing again"
+    for step, module in (("present.yml", "kubernetes.core.helm"), ("uninstall.yml", "kubernetes.core.helm_template")):
         [task] = [task for task in _yaml(COMPONENT / "tasks" / step) if module in task]
         assert task[module]["release_values"] == "{{ component_chart_values[component_release.chart] | default({}) }}"
         assert task["loop"] == "{{ component_releases }}"

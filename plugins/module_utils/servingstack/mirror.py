@@ -210,15 +210,3 @@ def logins(mirror: Mirror | None) -> list[dict[str, Any]]:
                 "insecure_skip_tls_verify": source.insecure_skip_tls_verify,
             }
     return list(found.values())
-
-
-def helm_environment(mirror: Mirror | None, directory: str) -> dict[str, str]:
-    """Helm's repository and registry configuration in ``directory`` (private, removed after the run) when the
-    mirror has credentials, so they never land in, nor mix with, the user's own ~/.config/helm."""
-    if not logins(mirror):
-        return {}
-    return {
-        "HELM_REPOSITORY_CONFIG": f"{directory}/helm/repositories.yaml",
-        "HELM_REPOSITORY_CACHE": f"{directory}/helm/cache",
-        "HELM_REGISTRY_CONFIG": f"{directory}/helm/registry.json",
-    }
