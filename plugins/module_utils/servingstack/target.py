@@ -22,9 +22,13 @@ kubeconfig, with a value that is never ``None``:
 ``helm`` applies its ``env_fallback``s before it checks that ``context`` is not given together with
 ``ca_cert`` or ``validate_certs`` (mutually exclusive), and AWX always sets ``K8S_AUTH_VERIFY_SSL``: so
 helm gets no ``context`` (the kubeconfig's current context is the selected one) and explicit
-``ca_cert``/``validate_certs`` that add nothing (helm follows the kubeconfig). It only turns non-empty
-options into ``HELM_*`` variables; the ``HELM_KUBE*`` variables helm itself reads are cleared in the
-task environment.
+``ca_cert``/``validate_certs`` that add nothing (empty ``host``/``api_key``/``ca_cert`` and a true
+``validate_certs`` add no ``--kube-apiserver``, ``--kube-token``, ``HELM_KUBECAFILE`` or
+``HELM_KUBEINSECURE_SKIP_TLS_VERIFY``: helm follows the kubeconfig). It only turns non-empty options into
+``HELM_*`` variables; the ``HELM_KUBE*`` variables helm itself reads are cleared in the task environment.
+An empty ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` there makes a kubernetes.core task that somehow lacks the
+explicit options fail instead of reaching another cluster. ``K8S_AUTH_CONTEXT`` cannot be cleared
+(``kubernetes.core.helm`` would take even an empty one as a ``context`` next to ``ca_cert`` and refuse).
 """
 
 from __future__ import annotations
@@ -117,14 +121,7 @@ def with_exec(kubeconfig: dict[str, Any], argv: list[str]) -> dict[str, Any]:
 def connection(kubeconfig: dict[str, Any], path: str, dest: str) -> dict[str, Any]:
     """The options of ``kubernetes.core.k8s``/``k8s_info`` (every one of ``AUTH_ARG_SPEC``, none ``None``) and of
     ``kubernetes.core.helm``, and the task environment, for the kubeconfig found at ``path``. Its inline certificate
-    data is written into ``dest`` (files ``0600``).
-
-    Empty ``host``/``api_key``/``ca_cert`` and a true ``validate_certs`` for helm add no ``--kube-apiserver``,
-    ``--kube-token``, ``HELM_KUBECAFILE`` or ``HELM_KUBEINSECURE_SKIP_TLS_VERIFY``: helm follows the kubeconfig.
-    An empty ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` makes a kubernetes.core task that somehow lacks the explicit
-    options fail instead of reaching another cluster. ``K8S_AUTH_CONTEXT`` cannot be cleared
-    (``kubernetes.core.helm`` would take even an empty one as a ``context`` next to ``ca_cert`` and refuse).
-    """
+    data is written into ``dest`` (files ``0600``)."""
     name, _context, cluster, user = selected(kubeconfig)
     sections = {"cluster": cluster, "user": user}
     base = os.path.dirname(os.path.abspath(path))
