@@ -1,21 +1,23 @@
 #!/usr/bin/python
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Write the kubeconfig a ServingStack converge uses, authenticated as its cloud identity if it has one."""
+"""Connect a ServingStack converge to its target cluster: its kubeconfig, cloud identity and connection options."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: servingstack_kubeconfig
-short_description: Write the kubeconfig a ServingStack converge uses to reach its target cluster
+short_description: Connect a ServingStack converge to its target cluster, and only to it
 version_added: 0.1.0
 author:
   - Modelplane engineers (@modelplaneai)
 description:
-  - Writes the target cluster's kubeconfig to O(dest) with mode C(0600), for the tasks of one converge to use and for
-    the caller to remove afterwards. The module runs on the task's host; the ServingStack hosts of the C(servingstack)
-    role are the controller (C(ansible_connection=local)).
+  - Gives the target cluster's kubeconfig (written with mode C(0600) into O(dest), or O(src) as it is) and every
+    authentication option of the C(kubernetes.core) modules set explicitly from it, for C(module_defaults), with the
+    task C(environment) that goes with them. The module runs on the task's host; the ServingStack hosts of the
+    C(servingstack) role are the controller (C(ansible_connection=local)), where the C(kubernetes.core) tasks of the
+    converge run and read these files.
   - With O(spec), the kubeconfig and the cloud identity's credential come from the ServingStack's secrets, read from
     the management cluster - the one the connection options (O(kubeconfig), O(context), O(host) and the others, or
     their C(K8S_AUTH_*) variables) reach; they never name the target. The C(Kubeconfig) entry of C(spec.secrets)
@@ -27,7 +29,15 @@ description:
     written. Entries of C(spec.secrets) that name no Secret (no C(Kubeconfig) entry, or one without its C(name),
     C(key) or namespace) fail the same way before any read."
   - With O(content), that kubeconfig text is written instead, authenticated as O(identity_type) with
-    O(identity_credential) if they are given; no cluster is read and the connection options are not used.
+    O(identity_credential) if they are given. With O(src), that kubeconfig file is used in place. Neither reads a
+    cluster or uses the connection options.
+  - Without this, C(K8S_AUTH_HOST), C(K8S_AUTH_API_KEY), C(K8S_AUTH_VERIFY_SSL), C(K8S_AUTH_SSL_CA_CERT),
+    C(K8S_AUTH_CONTEXT) and the other C(K8S_AUTH_*) variables (what AWX injects for its Kubernetes credential, for
+    the management cluster) take the place of every option a task leaves out, so a converge meant for a workload
+    cluster would reach the management cluster. kubernetes.core reads a variable only for an option that is left out
+    (V(null)), so each option is given, with an empty value where the kubeconfig has none. Inline certificate data
+    (C(certificate-authority-data), C(client-certificate-data), C(client-key-data)) is written to files in O(dest)
+    with mode C(0600), since the modules take paths.
   - With a cloud identity (the identity secret, or O(identity_type) and O(identity_credential)), authenticates as
     that identity instead of the kubeconfig's embedded credentials, as the ServingStack reference says. The current
     context's user is replaced by a kubeconfig C(exec) credential plugin that hands out a bearer token minted from
@@ -36,11 +46,10 @@ description:
     token is minted, so a wrong key fails here with a clear message rather than in the first component.
   - "Token refresh: the plugin is the collection's own C(cloud_identity) module_utils file, written with a C(0600)
     C(config.json) (the parsed credential) and a C(token.json) cache into a private C(0700) directory
-    C(<dest>.identity). The kubeconfig runs it as C(<python> <dir>/plugin.py <dir>/config.json): paths only, nothing
-    secret in argv or the environment. kubernetes.core and helm run it when they load the kubeconfig and again when
-    the token's C(expirationTimestamp) passes; it answers from the cache and mints a new token when the cached one
-    has less than five minutes left, so runs longer than a token's lifetime keep working. Remove C(<dest>.identity)
-    with O(dest) (RV(identity_dir))."
+    C(<dest>/identity) (RV(identity_dir)). The kubeconfig runs it as C(<python> <dir>/plugin.py <dir>/config.json):
+    paths only, nothing secret in argv or the environment. kubernetes.core and helm run it when they load the
+    kubeconfig and again when the token's C(expirationTimestamp) passes; it answers from the cache and mints a new
+    token when the cached one has less than five minutes left, so runs longer than a token's lifetime keep working."
   - C(GoogleApplicationCredentials) takes a Google service-account key (JSON; google-auth exchanges a signed JWT for
     an OAuth 2.0 access token at the key's C(token_uri), RFC 7523) or an C(authorized_user) credential (refresh-token
     grant at its C(token_uri)), with the cloud-platform and userinfo.email scopes. Other types (C(external_account),
@@ -60,13 +69,14 @@ description:
   - Endpoints are HTTPS only, with certificate verification (O(ca_file), else the system's trust store, which
     C(SSL_CERT_FILE) overrides). C(token_uri), C(stsEndpoint) and C(tokenEndpoint) in the credential point them
     elsewhere, for private clouds and tests; they default to the real ones.
-  - Neither the kubeconfig, the credential nor the token is ever returned or logged.
+  - Neither the kubeconfig, the credential nor the token is ever logged; the returned options hold the kubeconfig's
+    static token, if it has one, so register the result with C(no_log).
 options:
   spec:
     description:
       - The ServingStack's C(spec), as M(modelplane.serving.servingstack_spec) returns it, whose C(secrets) name the
         Secrets to read from the management cluster.
-      - Exactly one of O(spec) and O(content) is required.
+      - Exactly one of O(spec), O(content) and O(src) is required.
     type: dict
   namespace:
     description:
@@ -77,10 +87,16 @@ options:
     description:
       - The kubeconfig text to write, instead of reading it with O(spec).
     type: str
-  dest:
-    description: Where to write the kubeconfig. Written with mode C(0600).
+  src:
+    description:
+      - Path of the target cluster's kubeconfig, used in place (not copied), instead of reading one with O(spec).
     type: path
-    required: true
+  dest:
+    description:
+      - An existing private directory for the files (the kubeconfig, the cloud identity's, the certificates').
+      - Not set, a new one only its owner can enter (mode C(0700)) is made in the controller's temporary directory
+        (C(TMPDIR)), named C(*.servingstack), and returned as RV(dest); the caller removes it when the converge ends.
+    type: path
   identity_type:
     description:
       - The type of the cloud identity to authenticate as, if any. Only with O(content); with O(spec), the identity
@@ -105,16 +121,21 @@ attributes:
   check_mode:
     support: full
     description: >-
-      Reads the Secrets and writes O(dest) in check mode too: it is a private file on the controller that the
+      Reads the Secrets and writes the files in check mode too: they are private files on the controller that the
       following read-only tasks need, not a change to any cluster.
   diff_mode:
     support: none
     description: The content is secret, so no diff is shown.
 notes:
-  - The caller removes O(dest) and RV(identity_dir) when the converge ends (the servingstack role does so in an
-    C(always) block).
+  - Never reports a change, like a temporary file a run makes and removes. Removing RV(dest) removes every file it
+    wrote (the servingstack role does so in an C(always) block, with M(ansible.builtin.file)).
   - The plugin runs with the Python interpreter that ran this module, so that interpreter must stay available while
     the kubeconfig is used (the controller's, with C(connection=local)).
+  - C(kubernetes.core.helm) refuses a C(context) together with C(ca_cert) or C(validate_certs), so RV(helm) leaves
+    out C(context) and gives an empty C(ca_cert) and a true C(validate_certs) (helm then follows the kubeconfig's
+    current context), and RV(environment) sets C(HELM_KUBECONTEXT) and clears the other C(HELM_KUBE*) variables.
+  - With a static token and a server both given, C(kubernetes.core.k8s) does not read the kubeconfig at all, so a
+    kubeconfig's C(tls-server-name) is not used then.
 requirements:
   - PyYAML
   - kubernetes >= 24.2.0 (only to read the Secrets, with O(spec))
@@ -131,14 +152,31 @@ EXAMPLES = r"""
     namespace: platform
   register: servingstack
 
-- name: Write the kubeconfig its Kubeconfig secret holds, authenticated as its cloud identity if it has one.
+- name: Connect to its target cluster, authenticated as its cloud identity if it has one.
   modelplane.serving.servingstack_kubeconfig:
     spec: "{{ servingstack.servingstack.spec }}"
     namespace: "{{ servingstack.servingstack.metadata.namespace }}"
-    dest: "{{ work_dir.path }}/kubeconfig"
     # The management cluster's kubeconfig; K8S_AUTH_* or the default kubeconfig without it.
     kubeconfig: ~/.kube/management.yaml
+  register: target
   no_log: true
+
+- name: Converge on the target cluster only.
+  module_defaults:
+    group/kubernetes.core.k8s: "{{ target.k8s }}"
+    group/kubernetes.core.helm: "{{ target.helm }}"
+  environment: "{{ target.environment }}"
+  block:
+    - name: Create a namespace.
+      kubernetes.core.k8s:
+        kind: Namespace
+        name: demo
+  always:
+    - name: Remove the kubeconfig and every other file of the target's.
+      ansible.builtin.file:
+        path: "{{ target.dest }}"
+        state: absent
+      check_mode: false
 
 - name: Write a kubeconfig given as text, authenticated as a Google service account.
   modelplane.serving.servingstack_kubeconfig:
@@ -146,16 +184,16 @@ EXAMPLES = r"""
     identity_type: GoogleApplicationCredentials
     identity_credential: "{{ service_account_key_json }}"
     identity_path: spec.secrets[1]
-    dest: "{{ work_dir.path }}/kubeconfig"
+    dest: "{{ work_dir.path }}"
   no_log: true
 """
 
 RETURN = r"""
 dest:
-  description: The path written.
+  description: The directory of the files written.
   returned: success
   type: str
-  sample: /tmp/ansible.servingstack/kubeconfig
+  sample: /tmp/tmpa1b2c3d4.servingstack
 authenticated_as:
   description: C(kubeconfig) when the kubeconfig's own user is used, otherwise the cloud identity type.
   returned: success
@@ -165,7 +203,23 @@ identity_dir:
   description: The private directory holding the credential plugin, its configuration and its token cache.
   returned: success, with a cloud identity
   type: str
-  sample: /tmp/ansible.servingstack/kubeconfig.identity
+  sample: /tmp/tmpa1b2c3d4.servingstack/identity
+k8s:
+  description:
+    - Every authentication option of C(kubernetes.core.k8s) and C(kubernetes.core.k8s_info), for
+      C(module_defaults) of C(group/kubernetes.core.k8s); C(kubeconfig) is the target's kubeconfig (in RV(dest), or
+      O(src)), C(context) its current context, C(host) its API server. Holds the kubeconfig's static token, if any.
+  returned: success
+  type: dict
+helm:
+  description:
+    - The authentication options of C(kubernetes.core.helm), for C(module_defaults) of C(group/kubernetes.core.helm).
+  returned: success
+  type: dict
+environment:
+  description: The task environment for the target's tasks (C(KUBECONFIG), C(K8S_AUTH_*) and C(HELM_KUBE*)).
+  returned: success
+  type: dict
 """
 
 import copy
@@ -173,6 +227,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
@@ -182,15 +237,16 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack im
     cloud_credentials,
     cloud_identity,
     credentials,
+    target,
 )
 
 # With spec the identity comes from the identity secret, so the identity options go with content only.
 RULES: dict[str, Any] = {
-    "required_one_of": [("spec", "content")],
-    "mutually_exclusive": [("spec", "content"), ("spec", "identity_type"), ("spec", "identity_credential"),
-                           ("spec", "identity_path")],
+    "required_one_of": [("spec", "content", "src")],
+    "mutually_exclusive": [("spec", "content", "src")],
     "required_together": [("identity_type", "identity_credential")],
-    "required_by": {"namespace": ("spec",)},
+    "required_by": {"namespace": ("spec",), "identity_type": ("content",), "identity_credential": ("content",),
+                    "identity_path": ("content",)},
 }
 
 # Appended to the plugin's copy of cloud_identity.py so that it runs as a script.
@@ -199,11 +255,6 @@ PLUGIN_MAIN = """
 if __name__ == "__main__":
     raise SystemExit(plugin_main(sys.argv[1:]))
 """
-
-
-def _write_private(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` readable by the owner only, never wider even for a moment."""
-    cloud_identity.write_private(path, text)
 
 
 def plugin_source() -> str:
@@ -230,49 +281,6 @@ def write_identity_dir(directory: str, config: dict, minted: cloud_identity.Mint
     return [sys.executable, plugin, config_file]
 
 
-def _current(kubeconfig_text: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The kubeconfig and its current context."""
-    import yaml  # PyYAML ships with ansible-core
-
-    config = yaml.safe_load(kubeconfig_text)
-    if not isinstance(config, dict):
-        raise cloud_identity.CredentialError("the kubeconfig is not a YAML mapping (the value is not shown)")
-    contexts = [c for c in config.get("contexts") or [] if isinstance(c, dict) and c.get("name")]
-    name = config.get("current-context") or (contexts[0]["name"] if len(contexts) == 1 else None)
-    context = next((c for c in contexts if c["name"] == name), None)
-    if context is None:
-        raise cloud_identity.CredentialError("the kubeconfig has no current-context to authenticate")
-    context["context"] = context.get("context") or {}
-    return config, context
-
-
-def current_cluster(kubeconfig_text: str) -> dict[str, str]:
-    """The name and server of the kubeconfig's current cluster."""
-    config, context = _current(kubeconfig_text)
-    name = str(context["context"].get("cluster") or "")
-    server = next((str((c.get("cluster") or {}).get("server") or "") for c in config.get("clusters") or []
-                   if isinstance(c, dict) and c.get("name") == name), "")
-    return {"name": name, "server": server}
-
-
-def kubeconfig_with_exec(kubeconfig_text: str, argv: list[str]) -> str:
-    """The kubeconfig with its current user replaced by the exec credential plugin ``argv``.
-
-    Only that user changes: its client certificates, static token or auth provider are dropped, since the point
-    is to authenticate as the cloud identity instead of them.
-    """
-    import yaml
-
-    config, context = _current(kubeconfig_text)
-    user = context["context"].get("user") or "modelplane-cloud-identity"
-    plugin = {"apiVersion": "client.authentication.k8s.io/v1", "command": argv[0], "args": argv[1:],
-              "interactiveMode": "Never", "provideClusterInfo": False}
-    users = [u for u in config.get("users") or [] if isinstance(u, dict) and u.get("name") != user]
-    config["users"] = [*users, {"name": user, "user": {"exec": plugin}}]
-    context["context"]["user"], config["current-context"] = user, context["name"]
-    return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
-
-
 def argument_spec() -> dict[str, Any]:
     """The management cluster's kubernetes.core connection options (for spec) and the module's own."""
     options = copy.deepcopy(AUTH_ARG_SPEC)
@@ -280,7 +288,8 @@ def argument_spec() -> dict[str, Any]:
         spec={"type": "dict"},
         namespace={"type": "str"},
         content={"type": "str", "no_log": True},
-        dest={"type": "path", "required": True},
+        src={"type": "path"},
+        dest={"type": "path"},
         identity_type={"type": "str", "choices": list(cloud_identity.CLOUD_IDENTITY_TYPES)},
         identity_credential={"type": "str", "no_log": True},
         identity_path={"type": "str"},
@@ -312,11 +321,20 @@ def read_secrets(module: AnsibleK8SModule, entries: list[dict[str, Any]]) -> lis
 
 
 def target_credentials(module: AnsibleK8SModule) -> credentials.Credentials:
-    """The kubeconfig and cloud identity, from the spec's Secrets or from the options; ValueError naming problems."""
+    """The kubeconfig and cloud identity, from the spec's Secrets, the file or the options; ValueError naming
+    problems."""
     params = module.params
+    if params["src"] is not None:
+        try:
+            with open(params["src"], encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            raise ValueError(f"cannot read the kubeconfig {params['src']}: {reason}") from None
+        return credentials.Credentials(text, target.load(text, params["src"]))
     if params["spec"] is None:
-        credentials.check_kubeconfig(params["content"], "content")
-        return credentials.Credentials(params["content"], params["identity_type"], params["identity_credential"],
+        return credentials.Credentials(params["content"], target.load(params["content"], "content"),
+                                       params["identity_type"], params["identity_credential"],
                                        params["identity_path"] or "spec.secrets")
     ref = credentials.kubeconfig_ref(params["spec"], params["namespace"])
     found = credentials.from_secrets(read_secrets(module, credentials.secrets_to_read(ref)), ref)
@@ -328,24 +346,32 @@ def target_credentials(module: AnsibleK8SModule) -> credentials.Credentials:
 def main() -> None:
     module = AnsibleK8SModule(module_class=AnsibleModule, check_k8s=False, argument_spec=argument_spec(),
                               supports_check_mode=True, **copy.deepcopy(RULES))
-    dest, ca_file = module.params["dest"], module.params["ca_file"]
+    src, dest, ca_file, made = module.params["src"], module.params["dest"], module.params["ca_file"], None
     try:
         found = target_credentials(module)
-        result = {"changed": False, "dest": dest, "authenticated_as": found.identity_type or "kubeconfig"}
-        text = found.kubeconfig
+        config, result = found.config, {"changed": False, "authenticated_as": found.identity_type or "kubeconfig"}
+        # Made once the Secrets are read, and removed if anything fails: nothing in it would be of use.
+        result["dest"] = dest = dest or (made := tempfile.mkdtemp(suffix=".servingstack"))
         if found.identity_type:
             where = found.identity_path
             # The credential's shape is checked before any network call; the plugin gets it parsed.
             credential = cloud_credentials.validate(found.identity_type, found.identity_credential, where)
-            cluster = current_cluster(text)
+            _name, context, cluster, _user = target.selected(config)
+            cluster = {"name": str(context.get("cluster") or ""), "server": str(cluster["server"])}
             minted = cloud_identity.mint(found.identity_type, credential, where, ca_file=ca_file, cluster=cluster)
-            config = {"type": found.identity_type, "credential": credential, "where": where, "ca_file": ca_file,
-                      "cluster": cluster}
-            result["identity_dir"] = dest + ".identity"
-            argv = write_identity_dir(result["identity_dir"], config, minted)
-            text = kubeconfig_with_exec(text, argv)
-        _write_private(dest, text)
-    except ValueError as error:
+            settings = {"type": found.identity_type, "credential": credential, "where": where, "ca_file": ca_file,
+                        "cluster": cluster}
+            result["identity_dir"] = os.path.join(dest, "identity")
+            config = target.with_exec(config, write_identity_dir(result["identity_dir"], settings, minted))
+        path = src or os.path.join(dest, "kubeconfig")
+        if not src:
+            import yaml  # PyYAML ships with ansible-core; imported late so the module fails cleanly without it
+
+            cloud_identity.write_private(path, yaml.safe_dump(config, default_flow_style=False, sort_keys=False))
+        result.update(target.connection(config, path, dest))
+    except (ValueError, OSError) as error:
+        if made:
+            shutil.rmtree(made, ignore_errors=True)
         module.fail_json(msg=str(error))
     module.exit_json(**result)
 

@@ -384,7 +384,7 @@ def without_cluster_env() -> dict[str, str]:
 def _run_module_and_read(tmp_path: Path, cluster, identity_type: str, credential: str, ca_file: str,
                          cluster_name: str = "target") -> subprocess.CompletedProcess[str]:
     """The servingstack_kubeconfig module, then kubernetes.core.k8s_info with the kubeconfig, under -vvv."""
-    dest = tmp_path / "kubeconfig"
+    dest = tmp_path / "kubeconfig"  # where the module writes it, in tmp_path given as its dest
     play = [{
         "name": "Authenticate as the cloud identity and read the cluster",
         "hosts": "localhost", "connection": "local", "gather_facts": False,
@@ -392,7 +392,7 @@ def _run_module_and_read(tmp_path: Path, cluster, identity_type: str, credential
             {"name": "Write the kubeconfig.", "no_log": True, "register": "written",
              "modelplane.serving.servingstack_kubeconfig": {
                  "content": target_kubeconfig(cluster, cluster_name),
-                 "dest": str(dest), "identity_type": identity_type, "identity_credential": credential,
+                 "dest": str(tmp_path), "identity_type": identity_type, "identity_credential": credential,
                  "identity_path": WHERE, "ca_file": ca_file}},
             {"name": "Read namespaces as that identity.", "register": "read",
              "kubernetes.core.k8s_info": {"kubeconfig": str(dest), "kind": "Namespace", "api_version": "v1"}},
@@ -427,7 +427,7 @@ def test_each_identity_reads_a_cluster_that_demands_its_token(fake_clouds, rsa_k
     assert webhook.accepted() and webhook.refused() == []
     # The kubeconfig's user is the exec plugin; its directory and files are private.
     dest = tmp_path / "kubeconfig"
-    identity_dir = tmp_path / "kubeconfig.identity"
+    identity_dir = tmp_path / "identity"
     assert stat.S_IMODE(identity_dir.stat().st_mode) == 0o700
     for path in (dest, *identity_dir.iterdir()):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
@@ -521,7 +521,7 @@ def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
     config = {"type": ci.GOOGLE, "credential": cc.validate(ci.GOOGLE, google_key(fake_clouds, rsa_key), WHERE),
               "where": WHERE, "ca_file": fake_clouds.cert_file, "cluster": {}}
     seed = ci.Minted("seed-token", 0)  # already expired: the plugin must mint a new one
-    argv = module.write_identity_dir(str(tmp_path / "k.identity"), config, seed)
+    argv = module.write_identity_dir(str(tmp_path / "identity"), config, seed)
     assert all("PRIVATE" not in arg for arg in argv)
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
@@ -610,13 +610,12 @@ def test_the_module_names_every_unusable_secret_at_once_and_writes_nothing(tmp_p
                                              "stringData": {"other": "s3cr3t-credential"}})
     spec = {"secrets": [{"type": "Kubeconfig", "name": "west-missing", "key": "kubeconfig"},
                         {"type": ci.GOOGLE, "name": "west-identity", "key": "credentials.json"}]}
-    dest = tmp_path / "kubeconfig"
     play = [{"name": "Credentials from the spec", "hosts": "localhost", "connection": "local", "gather_facts": False,
              "tasks": [{"name": "Write the kubeconfig.", "modelplane.serving.servingstack_kubeconfig": {
-                 "spec": spec, "namespace": namespace, "dest": str(dest)}}]}]
-    result, output = run_play(tmp_path, play, cluster)
+                 "spec": spec, "namespace": namespace}}]}]
+    result, output = run_play(tmp_path, play, cluster, TMPDIR=str(tmp_path))
     assert result.returncode == 2, output
     assert (f"failed: spec.secrets[0]: Secret {namespace}/west-missing was not found on the management cluster; "
             f"spec.secrets[1]: Secret {namespace}/west-identity has no key 'credentials.json' (keys: other)") in output
     assert "s3cr3t" not in output
-    assert not dest.exists()
+    assert list(tmp_path.glob("*.servingstack")) == []

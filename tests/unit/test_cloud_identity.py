@@ -1,4 +1,4 @@
-"""Cloud identity authentication: Google credentials to bearer tokens through google-auth, kubeconfig rewriting."""
+"""Cloud identity authentication: Google credentials to bearer tokens through google-auth."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_credentials as cc
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
-from ansible_collections.modelplane.serving.plugins.modules.servingstack_kubeconfig import kubeconfig_with_exec
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
@@ -120,25 +119,6 @@ def test_other_identities_refuse_a_credential_that_is_not_json(identity_type):
 def test_an_unknown_identity_type_is_refused_naming_the_known_ones():
     with pytest.raises(ci.CredentialError, match=r"'Kubeconfig' is not a cloud identity type \(GoogleApp"):
         cc.validate("Kubeconfig", "{}", WHERE)
-
-
-def test_kubeconfig_with_exec_replaces_only_the_current_user():
-    argv = ["/usr/bin/python3", "/private/plugin.py", "/private/config.json"]
-    rewritten = yaml.safe_load(kubeconfig_with_exec(KUBECONFIG, argv))
-    users = {u["name"]: u["user"] for u in rewritten["users"]}
-    assert users["gke-user"] == {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": argv[0],
-                                          "args": argv[1:], "interactiveMode": "Never", "provideClusterInfo": False}}
-    assert users["other"] == {"token": "keep-me"}
-    assert rewritten["current-context"] == "west"
-    assert rewritten["clusters"] == yaml.safe_load(KUBECONFIG)["clusters"]
-
-
-def test_kubeconfig_without_a_current_context_is_refused():
-    config = yaml.safe_load(KUBECONFIG)
-    config["contexts"].append({"name": "east", "context": {"cluster": "gke", "user": "other"}})
-    del config["current-context"]
-    with pytest.raises(ci.CredentialError, match="no current-context"):
-        kubeconfig_with_exec(yaml.safe_dump(config), ["plugin"])
 
 
 # --- the libraries' transport against a real local HTTPS endpoint: verification is on ---

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import credentials
 
 KUBECONFIG = """apiVersion: v1
@@ -52,12 +53,13 @@ def test_unusable_secret_lists_are_named_by_path(spec, namespace, message):
 REF = {"name": "kc", "namespace": "platform", "key": "kubeconfig", "path": "spec.secrets[0]"}
 
 
-def test_the_kubeconfig_is_decoded():
-    assert credentials.kubeconfig_text(secret(kubeconfig=KUBECONFIG), REF) == KUBECONFIG
+def test_the_kubeconfig_is_decoded_and_parsed():
+    found = credentials.from_secrets([secret(kubeconfig=KUBECONFIG)], {**REF, "identity": None})
+    assert (found.kubeconfig, found.config) == (KUBECONFIG, yaml.safe_load(KUBECONFIG))
 
 
 def test_string_data_is_read_too():
-    assert credentials.kubeconfig_text({"stringData": {"kubeconfig": KUBECONFIG}}, REF) == KUBECONFIG
+    assert credentials.secret_text({"stringData": {"kubeconfig": KUBECONFIG}}, REF) == KUBECONFIG
 
 
 @pytest.mark.parametrize(("obj", "message"), [
@@ -66,13 +68,12 @@ def test_string_data_is_read_too():
     ({"data": {"kubeconfig": "%%%not-base64"}}, "is not base64-encoded UTF-8 text"),
     (secret(kubeconfig="clusters: []\nusers: [{name: u, user: {token: s3cr3t-token}}]"), "it has no clusters"),
     (secret(kubeconfig="a: [unclosed s3cr3t-token"), "is not YAML"),
-    (secret(kubeconfig=KUBECONFIG.replace("current-context: x\n", "").replace(
-        "contexts: [{name: x, context: {cluster: c, user: u}}]",
-        "contexts: [{name: x, context: {}}, {name: y, context: {}}]")), "without a current-context"),
+    (secret(kubeconfig=KUBECONFIG.replace("current-context: x\n", "")),
+     "spec.secrets[0]: Secret platform/kc key 'kubeconfig': the kubeconfig has no current-context"),
 ])
 def test_bad_secrets_fail_without_showing_their_data(obj, message):
     with pytest.raises(ValueError) as error:
-        credentials.kubeconfig_text(obj, REF)
+        credentials.from_secrets([obj], {**REF, "identity": None})
     assert message in str(error.value)
     assert "s3cr3t" not in str(error.value)
 
@@ -92,11 +93,13 @@ def test_the_identity_secret_is_read_after_the_kubeconfig_secret():
 
 
 def test_the_credentials_come_out_of_the_secrets():
+    config = yaml.safe_load(KUBECONFIG)
     assert credentials.from_secrets([secret(kubeconfig=KUBECONFIG)], {**REF, "identity": None}) == (
-        credentials.Credentials(KUBECONFIG))
+        credentials.Credentials(KUBECONFIG, config))
     found = credentials.from_secrets([secret(kubeconfig=KUBECONFIG), secret(private_key="{json}")],
                                      {**REF, "identity": IDENTITY})
-    assert found == credentials.Credentials(KUBECONFIG, "GoogleApplicationCredentials", "{json}", "spec.secrets[1]")
+    assert found == credentials.Credentials(KUBECONFIG, config, "GoogleApplicationCredentials", "{json}",
+                                            "spec.secrets[1]")
 
 
 def test_every_problem_with_the_secrets_is_named_at_once_without_their_data():

@@ -47,27 +47,10 @@ def test_without_any_setting_the_default_kubeconfig_is_tried(environment):
         kubeclient.connect()
 
 
-# controller_target: whether a read here reaches the cluster a kubernetes.core module would, with the same options.
-def test_a_kubeconfig_and_context_alone_are_read_on_the_controller():
-    target = kubeclient.controller_target
-    assert target({"kubeconfig": "/k", "context": None, "host": None}, {}) == ("/k", "")
-    assert target({}, {"K8S_AUTH_KUBECONFIG": "/env", "K8S_AUTH_CONTEXT": "east"}) == ("/env", "east")
-    assert target({"kubeconfig": "/k", "context": "west"}, {"K8S_AUTH_CONTEXT": "east"}) == ("/k", "west")
-    assert target({}, {"KUBECONFIG": "/default"}) == ("", "")
-    assert target({"kubeconfig": "/k"}, {"K8S_AUTH_PROXY": ""}) == ("/k", "")
-
-
-def test_any_other_connection_option_is_left_to_the_module():
-    target = kubeclient.controller_target
-    assert target({"kubeconfig": "/k", "validate_certs": False}, {}) is None
-    assert target({"host": "https://203.0.113.1", "api_key": "t"}, {}) is None
-    # AWX's Kubernetes credential: host, token and certificate checks as K8S_AUTH_* variables.
-    assert target({}, {"K8S_AUTH_HOST": "https://203.0.113.1", "K8S_AUTH_API_KEY": "t"}) is None
-    assert target({"kubeconfig": "/k"}, {"K8S_AUTH_VERIFY_SSL": "false"}) is None
-
-
-def test_an_unreachable_cluster_is_named_with_the_socket_error():
+def test_an_unreachable_cluster_is_named_with_the_socket_error(tmp_path):
     import socket
+
+    import yaml
 
     # A bound port that nothing listens on: every connection to it is refused.
     with socket.socket() as closed:
@@ -77,8 +60,9 @@ def test_an_unreachable_cluster_is_named_with_the_socket_error():
                   "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
                   "users": [{"name": "u", "user": {"token": "t"}}],
                   "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
+        (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
         with pytest.raises(kubeclient.KubeReadError) as failed:
-            kubeclient.connect(config)
+            kubeclient.connect(str(tmp_path / "kubeconfig"))
     assert str(failed.value) == f"cannot reach the cluster at https://127.0.0.1:{port}: Connection refused"
 
 

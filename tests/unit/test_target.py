@@ -12,9 +12,9 @@ from ansible_collections.kubernetes.core.plugins.module_utils.helm_args_common i
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import target
 
 
-def kubeconfig(**user) -> dict:
+def kubeconfig(current: str = "west", **user) -> dict:
     return {
-        "apiVersion": "v1", "kind": "Config", "current-context": "west",
+        "apiVersion": "v1", "kind": "Config", "current-context": current,
         "contexts": [{"name": "west", "context": {"cluster": "gke", "user": "sa"}},
                      {"name": "other", "context": {"cluster": "mgmt", "user": "sa"}}],
         "clusters": [{"name": "gke", "cluster": {"server": "https://203.0.113.5",
@@ -24,61 +24,73 @@ def kubeconfig(**user) -> dict:
     }
 
 
-def test_every_k8s_auth_option_is_set_and_none_is_none():
-    options = target.k8s_options(kubeconfig(), "/run/kc", {"ca_cert": "/run/ca.crt"})
+def test_every_k8s_auth_option_is_set_and_none_is_none(tmp_path):
+    options = target.connection(kubeconfig(), "/run/kc", str(tmp_path))["k8s"]
     # A None option is what kubernetes.core replaces with K8S_AUTH_<OPTION> (k8s/client.py _create_auth_spec).
     assert set(options) == set(AUTH_ARG_SPEC)
     assert all(value is not None for value in options.values()), options
     assert options["host"] == "https://203.0.113.5"
     assert options["api_key"] == "t0ken"
-    assert (options["context"], options["kubeconfig"], options["ca_cert"]) == ("west", "/run/kc", "/run/ca.crt")
+    assert (options["context"], options["kubeconfig"], options["ca_cert"]) == ("west", "/run/kc", f"{tmp_path}/ca.crt")
     assert options["validate_certs"] is True
     assert (options["client_cert"], options["client_key"], options["username"]) == ("", "", "")
 
 
-def test_client_certificates_and_relative_paths():
+def test_client_certificates_and_relative_paths(tmp_path):
     config = kubeconfig(**{"client-certificate": "certs/me.crt", "client-key-data": "S0VZ"})
-    assert target.payloads(config) == {"ca_cert": "Q0E=", "client_key": "S0VZ"}
-    options = target.k8s_options(config, "/etc/kube/config", {"ca_cert": "/d/ca.crt", "client_key": "/d/client.key"})
+    options = target.connection(config, "/etc/kube/config", str(tmp_path))["k8s"]
     assert options["api_key"] == ""  # not None: K8S_AUTH_API_KEY stays out; empty: the certificate authenticates
-    assert (options["client_cert"], options["client_key"]) == ("/etc/kube/certs/me.crt", "/d/client.key")
+    assert (options["client_cert"], options["client_key"]) == ("/etc/kube/certs/me.crt", f"{tmp_path}/client.key")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["ca.crt", "client.key"]
+    key = tmp_path / "client.key"
+    assert key.read_bytes() == b"KEY" and key.stat().st_mode & 0o777 == 0o600
 
 
-def test_another_context_and_tls_verification_follow_the_kubeconfig():
-    options = target.k8s_options(kubeconfig(), "/kc", {}, context="other")
+def test_the_current_context_and_its_tls_verification_are_followed(tmp_path):
+    options = target.connection(kubeconfig(current="other"), "/kc", str(tmp_path))["k8s"]
     assert (options["host"], options["validate_certs"], options["ca_cert"]) == ("https://198.51.100.1", False, "")
 
 
-def test_helm_options_never_meet_the_mutual_exclusions():
-    options = target.helm_options(kubeconfig(), "/kc")
+def test_helm_options_never_meet_the_mutual_exclusions(tmp_path):
+    options = target.connection(kubeconfig(), "/kc", str(tmp_path))["helm"]
     assert set(options) <= set(HELM_AUTH_ARG_SPEC)
     # kubernetes.core.helm applies its env fallbacks before checking these: context must stay out.
     for pair in HELM_AUTH_MUTUALLY_EXCLUSIVE:
         assert not set(pair) <= set(options), pair
     assert "context" not in options
     assert options == {"kubeconfig": "/kc", "host": "", "api_key": "", "ca_cert": "", "validate_certs": True}
-    with pytest.raises(target.TargetError, match="current-context"):
-        target.helm_options(kubeconfig(), "/kc", context="other")
 
 
-def test_the_environment_clears_helm_and_k8s_overrides():
-    env = target.environment(kubeconfig(), "/kc")
+def test_the_environment_clears_helm_and_k8s_overrides(tmp_path):
+    env = target.connection(kubeconfig(), "/kc", str(tmp_path))["environment"]
     assert env["KUBECONFIG"] == env["K8S_AUTH_KUBECONFIG"] == "/kc"
     assert env["K8S_AUTH_HOST"] == env["K8S_AUTH_API_KEY"] == env["HELM_KUBEAPISERVER"] == env["HELM_KUBETOKEN"] == ""
     assert env["HELM_KUBECONTEXT"] == "west"
     assert "K8S_AUTH_CONTEXT" not in env
 
 
+CLUSTERS = {"clusters": [{"name": "c", "cluster": {}}]}
+
+
 @pytest.mark.parametrize("config,message", [
-    ({"contexts": []}, "no current-context"),
-    ({"current-context": "x", "contexts": []}, "no context named 'x'"),
-    ({"current-context": "x", "contexts": [{"name": "x", "context": {"cluster": "c"}}],
-      "clusters": [{"name": "c", "cluster": {}}]}, "has no server"),
-    ([], "not a mapping"),
+    ({**CLUSTERS, "contexts": [{"name": "x", "context": {"cluster": "c"}}]},
+     "where: the kubeconfig has no current-context; set one so the cluster is unambiguous"),
+    ({**CLUSTERS, "current-context": "x", "contexts": []}, "where: the kubeconfig has no context named 'x'"),
+    ({**CLUSTERS, "current-context": "x", "contexts": [{"name": "x", "context": {"cluster": "c"}}]},
+     "where: the cluster of context 'x' has no server"),
+    ([], "where is not a kubeconfig: it has no clusters (the value is not shown)"),
+    ({"clusters": []}, "where is not a kubeconfig: it has no clusters (the value is not shown)"),
 ])
 def test_a_kubeconfig_that_names_no_cluster_is_refused(config, message):
-    with pytest.raises(target.TargetError, match=message):
-        target.k8s_options(config, "/kc", {})
+    with pytest.raises(ValueError) as raised:
+        target.load(yaml.safe_dump(config), "where")
+    assert str(raised.value) == message
+
+
+def test_a_kubeconfig_that_is_not_yaml_is_refused_without_quoting_it():
+    with pytest.raises(ValueError) as raised:
+        target.load("a: [unclosed s3cr3t", "where")
+    assert str(raised.value) == "where is not YAML, so not a kubeconfig (the value is not shown)"
 
 
 @pytest.mark.parametrize("user,token", [
@@ -103,7 +115,7 @@ def test_kubernetes_core_takes_the_options_over_awx_variables(tmp_path, monkeypa
                         "K8S_AUTH_VERIFY_SSL": "False", "K8S_AUTH_SSL_CA_CERT": "/management/ca.crt",
                         "K8S_AUTH_CONTEXT": "other", "K8S_AUTH_KUBECONFIG": "/management/kubeconfig"}.items():
         monkeypatch.setenv(name, value)
-    options = target.k8s_options(config, str(path), {})
+    options = target.connection(config, str(path), str(tmp_path))["k8s"]
     configuration = client._create_configuration(client._create_auth_spec(None, **options))
     assert configuration.host == "https://203.0.113.5"
     assert configuration.verify_ssl is True and not configuration.ssl_ca_cert
@@ -134,64 +146,22 @@ def test_controller_reads_given_a_kubeconfig_ignore_the_environment_context(tmp_
             kubeclient.connect()  # without a kubeconfig the environment's context still applies
 
 
-# --------------------------------------------------------------------------- files on the controller
-
-
-def test_connection_writes_the_inline_ca_privately_and_points_every_option_at_it(tmp_path):
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(kubeconfig()))
-    dest = tmp_path / "private"
-    dest.mkdir()
-    found = target.connection(str(path), "", str(dest))
-    ca = dest / "ca.crt"
-    assert ca.read_bytes() == b"CA" and ca.stat().st_mode & 0o777 == 0o600
-    assert found["k8s"]["ca_cert"] == str(ca) and found["k8s"]["kubeconfig"] == str(path)
-    assert (found["context"], found["host"]) == ("west", "https://203.0.113.5")
-    assert found["environment"]["KUBECONFIG"] == str(path) and found["helm"]["kubeconfig"] == str(path)
-
-
-@pytest.mark.parametrize(("content", "message"), [
-    (None, "cannot read the kubeconfig {path}: No such file or directory"),
-    ("a: [b", "cannot read the kubeconfig {path}: "),
-    (yaml.safe_dump({**kubeconfig(), "current-context": "east"}), "{path}: the kubeconfig has no context named 'east'"),
-])
-def test_connection_names_the_kubeconfig_and_why_it_cannot_be_used(tmp_path, content, message):
-    path = tmp_path / "kubeconfig"
-    if content is not None:
-        path.write_text(content)
-    with pytest.raises(target.TargetError) as raised:
-        target.connection(str(path), "", str(tmp_path))
-    assert str(raised.value).startswith(message.format(path=path))
-    assert "t0ken" not in str(raised.value)
-
-
-def test_connection_refuses_certificate_data_that_is_not_base64(tmp_path):
+def test_certificate_data_that_is_not_base64_is_refused_naming_the_key(tmp_path):
     config = kubeconfig()
     config["clusters"][0]["cluster"]["certificate-authority-data"] = "not base64!"
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    with pytest.raises(target.TargetError, match="certificate data that is not base64"):
-        target.connection(str(path), "", str(tmp_path))
+    with pytest.raises(target.TargetError) as raised:
+        target.connection(config, "/kc", str(tmp_path))
+    assert str(raised.value) == "/kc: certificate-authority-data is not base64"
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_a_private_dir_is_the_owners_alone_in_tmpdir_and_removed_with_its_files(tmp_path, monkeypatch):
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr(target.tempfile, "tempdir", None)
-    made = target.private_dir("present", None)["path"]
-    assert made.startswith(str(tmp_path)) and made.endswith(".servingstack")
-    assert (tmp_path / made).stat().st_mode & 0o777 == 0o700
-    (tmp_path / made / "kubeconfig").write_text("secret")
-    assert target.private_dir("absent", made) == {"path": made, "existed": True}
-    assert not (tmp_path / made).exists()
-    # A second removal (a re-run of the cleanup) is fine.
-    assert target.private_dir("absent", made) == {"path": made, "existed": False}
-
-
-@pytest.mark.parametrize("name", ["home", "link.servingstack", "file.servingstack"])
-def test_removal_refuses_what_is_not_a_private_dir_of_a_converge(tmp_path, name):
-    (tmp_path / "home").mkdir()
-    (tmp_path / "link.servingstack").symlink_to(tmp_path / "home")
-    (tmp_path / "file.servingstack").write_text("x")
-    with pytest.raises(target.TargetError, match="is not a private directory of a converge"):
-        target.remove_private_dir(str(tmp_path / name))
-    assert (tmp_path / name).exists() and (tmp_path / "home").is_dir()
+def test_the_exec_plugin_replaces_only_the_current_user():
+    config = kubeconfig()
+    config["users"].append({"name": "other", "user": {"token": "keep-me"}})
+    rewritten = target.with_exec(config, ["/usr/bin/python3", "/private/plugin.py", "/private/config.json"])
+    users = {u["name"]: u["user"] for u in rewritten["users"]}
+    assert users["sa"] == {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "/usr/bin/python3",
+                                    "args": ["/private/plugin.py", "/private/config.json"],
+                                    "interactiveMode": "Never", "provideClusterInfo": False}}
+    assert users["other"] == {"token": "keep-me"}
+    assert rewritten["clusters"] == kubeconfig()["clusters"] and rewritten["current-context"] == "west"

@@ -179,12 +179,12 @@ def mint(identity_type: str, credential: dict[str, Any], where: str, ca_file: st
 # ``<python> <dir>/plugin.py <dir>/config.json`` (paths only) when a client loads it or the token expires.
 
 
-def write_private(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` readable by the owner only, never wider even for a moment."""
+def write_private(path: str, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` readable by the owner only, never wider even for a moment."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".servingstack-")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

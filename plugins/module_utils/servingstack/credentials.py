@@ -12,6 +12,8 @@ import base64
 import binascii
 from typing import Any, NamedTuple
 
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import target
+
 KUBECONFIG = "Kubeconfig"
 
 
@@ -60,20 +62,13 @@ def _locate(entry: dict[str, Any], index: int, namespace: str | None) -> tuple[d
     return found, problems
 
 
-def kubeconfig_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
-    """The kubeconfig stored under ``ref['key']`` of ``secret`` (a Secret object as the API returns it).
-
-    Raises ValueError naming the Secret and key, never its content.
-    """
-    text = secret_text(secret, ref)
-    where = f"{ref.get('path', 'spec.secrets')}: Secret {ref['namespace']}/{ref['name']}"
-    check_kubeconfig(text, f"{where} key {ref['key']!r}")
-    return text
+def _where(ref: dict[str, Any]) -> str:
+    return f"{ref.get('path', 'spec.secrets')}: Secret {ref['namespace']}/{ref['name']}"
 
 
 def secret_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
     """The text stored under ``ref['key']`` of ``secret``; ValueError (never quoting data) otherwise."""
-    where = f"{ref.get('path', 'spec.secrets')}: Secret {ref['namespace']}/{ref['name']}"
+    where = _where(ref)
     if not secret:
         raise ValueError(f"{where} was not found on the management cluster")
     data = secret.get("data") or {}
@@ -95,7 +90,8 @@ def secret_text(secret: dict[str, Any] | None, ref: dict[str, Any]) -> str:
 class Credentials(NamedTuple):
     """What the Secrets of a ``kubeconfig_ref`` hold: the kubeconfig, and the cloud identity to authenticate as."""
 
-    kubeconfig: str
+    kubeconfig: str  # the text, which Ansible must be told to censor
+    config: dict[str, Any]  # the same, parsed and checked by target.load
     identity_type: str | None = None
     identity_credential: str | None = None
     identity_path: str | None = None
@@ -113,29 +109,15 @@ def from_secrets(secrets: list[dict[str, Any] | None], ref: dict[str, Any]) -> C
     Raises ValueError with every problem at once, each ``<path>: <problem>`` naming the Secret and key and never
     quoting their data, joined by ``; ``.
     """
-    texts, problems = [], []
-    for index, (read, entry) in enumerate(zip((kubeconfig_text, secret_text), secrets_to_read(ref), strict=False)):
+    texts, problems, config = [], [], {}
+    for index, entry in enumerate(secrets_to_read(ref)):
         try:
-            texts.append(read(secrets[index] if index < len(secrets) else None, entry))
+            texts.append(secret_text(secrets[index] if index < len(secrets) else None, entry))
+            if index == 0:
+                config = target.load(texts[0], f"{_where(entry)} key {entry['key']!r}")
         except ValueError as error:
             problems.append(str(error))
     if problems:
         raise ValueError("; ".join(problems))
-    identity = ref.get("identity")
-    if not identity:
-        return Credentials(texts[0])
-    return Credentials(texts[0], identity["type"], texts[1], identity["path"])
-
-
-def check_kubeconfig(text: str, where: str) -> None:
-    """Raise ValueError unless ``text`` looks like a kubeconfig with a current context."""
-    import yaml  # PyYAML ships with ansible-core; imported late so the module imports without it
-
-    try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise ValueError(f"{where} is not YAML, so not a kubeconfig (the value is not shown)") from None
-    if not isinstance(config, dict) or not isinstance(config.get("clusters"), list) or not config["clusters"]:
-        raise ValueError(f"{where} is not a kubeconfig: it has no clusters (the value is not shown)")
-    if not config.get("current-context") and len(config.get("contexts") or []) != 1:
-        raise ValueError(f"{where} is a kubeconfig without a current-context; set one so the cluster is unambiguous")
+    identity = ref.get("identity") or {}
+    return Credentials(texts[0], config, identity.get("type"), texts[1] if identity else None, identity.get("path"))

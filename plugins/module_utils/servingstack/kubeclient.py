@@ -11,77 +11,44 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 
 class KubeReadError(Exception):
     """A read failed: the message names the object or path and the API status, never a body."""
 
 
-class Found(NamedTuple):
-    """What a read found for one named object."""
-
-    served: bool  # the cluster serves the object's kind (a CRD's kind: once the CRD is installed)
-    namespaced: bool
-    obj: dict[str, Any] | None  # the cluster's copy; None when absent (or the kind is not served)
-
-
-# The kubernetes.core connection options a read here honours exactly as the modules do.
-CONTROLLER_OPTIONS = frozenset({"kubeconfig", "context"})
-ENVIRON_OPTIONS = frozenset({"K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT"})
-
-
-def controller_target(options: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[Any, str] | None:
-    """``(kubeconfig, context)`` for ``connect`` when the cluster a kubernetes.core module would reach with
-    ``options`` (its connection options, None when left out) and ``environ`` can be read here exactly as it does:
-    nothing but a kubeconfig and a context, neither in ``options`` nor as ``K8S_AUTH_*`` (the modules' fallbacks).
-    Else None: a host and token, client certificates, a proxy or certificate checks turned off are left to the
-    module, which honours them all."""
-    if any(value is not None for name, value in options.items() if name not in CONTROLLER_OPTIONS):
-        return None
-    if any(key.startswith("K8S_AUTH_") and key not in ENVIRON_OPTIONS and value for key, value in environ.items()):
-        return None
-    kubeconfig = options.get("kubeconfig") or environ.get("K8S_AUTH_KUBECONFIG") or ""
-    return kubeconfig, str(options.get("context") or environ.get("K8S_AUTH_CONTEXT") or "")
-
-
-def connect(kubeconfig: str | dict[str, Any] = "", context: str = "", environ: Mapping[str, str] | None = None) -> Any:
+def connect(kubeconfig: str = "", context: str = "") -> Any:
     """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings.
 
-    Kubeconfig: ``kubeconfig`` (a path, or the kubeconfig itself as a mapping), else ``K8S_AUTH_KUBECONFIG``,
-    ``KUBECONFIG``, ``~/.kube/config``; context: ``context``, else (only without ``kubeconfig``)
-    ``K8S_AUTH_CONTEXT``; inside a pod with none of these, the pod's service account. ``environ`` is the
-    environment those variables are read from (default: this process's; a task's environment for an action
-    plugin, as the module it calls sees it). ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are
-    refused rather than half-honoured, so reads never reach another cluster than the modules' writes. TLS
-    verification follows the kubeconfig, as kubectl does; it is never turned off here.
+    Kubeconfig: ``kubeconfig`` (a path), else ``K8S_AUTH_KUBECONFIG``, ``KUBECONFIG``, ``~/.kube/config``; context:
+    ``context``, else (only without ``kubeconfig``) ``K8S_AUTH_CONTEXT``; inside a pod with none of these, the pod's
+    service account. ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are refused rather than
+    half-honoured, so reads never reach another cluster than the modules' writes. TLS verification follows the
+    kubeconfig, as kubectl does; it is never turned off here.
     """
     try:
         from kubernetes import config
         from kubernetes.dynamic import DynamicClient
     except ImportError:
         raise KubeReadError("the kubernetes Python client is required") from None
-    environ = os.environ if environ is None else environ
-    path = kubeconfig or environ.get("K8S_AUTH_KUBECONFIG") or None
-    if not path and (environ.get("K8S_AUTH_HOST") or environ.get("K8S_AUTH_API_KEY")):
+    path = kubeconfig or os.environ.get("K8S_AUTH_KUBECONFIG") or None
+    if not path and (os.environ.get("K8S_AUTH_HOST") or os.environ.get("K8S_AUTH_API_KEY")):
         raise KubeReadError("K8S_AUTH_HOST/K8S_AUTH_API_KEY are not used for reads on the controller: "
                             "give the cluster as a kubeconfig (K8S_AUTH_KUBECONFIG or the role's kubeconfig variable)")
     # K8S_AUTH_CONTEXT names a context of the environment's kubeconfig: with a kubeconfig given it could pick
     # another cluster of that file (or none), so only the file's own current context applies then.
-    context = context or ("" if kubeconfig else environ.get("K8S_AUTH_CONTEXT") or "")
+    context = context or ("" if kubeconfig else os.environ.get("K8S_AUTH_CONTEXT") or "")
     _remove_key_files_at_exit(config)
     try:
-        if not path and not context and _in_cluster_only(environ):
+        if not path and not context and _in_cluster_only():
             from kubernetes.client import ApiClient
 
             config.load_incluster_config()
             api_client = ApiClient()
-        elif isinstance(path, dict):
-            api_client = config.new_client_from_config_dict(path, context=context or None)
         else:
-            # KUBECONFIG (a list of files, merged) as the task sees it, which may not be this process's.
-            api_client = config.new_client_from_config(config_file=path or environ.get("KUBECONFIG") or None,
+            # KUBECONFIG: a list of files, merged.
+            api_client = config.new_client_from_config(config_file=path or os.environ.get("KUBECONFIG") or None,
                                                        context=context or None)
     except Exception as error:  # config errors name the file, not its content
         raise KubeReadError(f"cannot load the kubeconfig: {error}") from None
@@ -121,10 +88,10 @@ def _remove_key_files_at_exit(config: Any) -> None:
     util.Finalize(None, remove, exitpriority=0)
 
 
-def _in_cluster_only(environ: Mapping[str, str]) -> bool:
+def _in_cluster_only() -> bool:
     """Inside a pod, with no kubeconfig file to prefer (as kubernetes.core falls back to the pod's account)."""
-    default = environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    return bool(environ.get("KUBERNETES_SERVICE_HOST")) and not any(
+    default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not any(
         os.path.exists(part) for part in default.split(os.pathsep) if part)
 
 
@@ -155,29 +122,6 @@ def serves(client: Any, api_version: str, kind: str) -> bool:
         return _resource(client, api_version, kind) is not None
     except Exception as error:
         raise KubeReadError(f"discovering {kind} ({api_version}) failed: {_reason(error)}") from None
-
-
-def find(client: Any, ref: dict[str, Any]) -> Found:
-    """One named object (``apiVersion``, ``kind``, ``metadata.name`` and, for a namespaced kind,
-    ``metadata.namespace``): whether its kind is served, whether it is namespaced, and the cluster's copy."""
-    from kubernetes.dynamic.exceptions import NotFoundError
-
-    metadata = ref.get("metadata") or {}
-    name, namespace = metadata.get("name"), metadata.get("namespace")
-    if not serves(client, ref["apiVersion"], ref["kind"]):
-        return Found(served=False, namespaced=False, obj=None)
-    resource = _resource(client, ref["apiVersion"], ref["kind"])
-    if resource.namespaced and not namespace:
-        raise KubeReadError(f"{ref['kind']} {name}: metadata.namespace is required, {ref['kind']} is namespaced")
-    namespace = namespace if resource.namespaced else None
-    try:
-        obj = resource.get(name=name, namespace=namespace).to_dict()
-    except NotFoundError:
-        obj = None
-    except Exception as error:
-        raise KubeReadError(f"reading {ref['kind']} {namespace + '/' if namespace else ''}{name} failed: "
-                            f"{_reason(error)}") from None
-    return Found(served=True, namespaced=bool(resource.namespaced), obj=obj)
 
 
 def read(client: Any, ref: dict[str, Any]) -> Any:
