@@ -124,9 +124,13 @@ class LookupModule(LookupBase):
             gateway = kubeclient.read(client, _ref("gateway.networking.k8s.io/v1", "Gateway", name, namespace))
             address, services, ca = status.gateway_address(gateway), [], None
             if address is None and gateway is not None:
-                services = kubeclient.read(client, {"apiVersion": "v1", "kind": "Service", "label_selector": (
-                    f"gateway.envoyproxy.io/owning-gateway-name={name},"
-                    f"gateway.envoyproxy.io/owning-gateway-namespace={namespace}")})
+                # Only to say why the address is pending: a caller who may not list Services still gets the status.
+                try:
+                    services = kubeclient.read(client, {"apiVersion": "v1", "kind": "Service", "label_selector": (
+                        f"gateway.envoyproxy.io/owning-gateway-name={name},"
+                        f"gateway.envoyproxy.io/owning-gateway-namespace={namespace}")})
+                except kubeclient.KubeReadError:
+                    services = []
             if options["ca"] == "always" or (options["ca"] == "auto" and options["hostname"]):
                 ca = status.ca_from_configmap(kubeclient.read(client, _ref(
                     "v1", "ConfigMap", options["ca_name"], options["ca_configmap_namespace"])))

@@ -351,7 +351,9 @@ def main() -> None:
         found = target_credentials(module)
         config, result = found.config, {"changed": False, "authenticated_as": found.identity_type or "kubeconfig"}
         # Made once the Secrets are read, and removed if anything fails: nothing in it would be of use.
-        result["dest"] = dest = dest or (made := tempfile.mkdtemp(suffix=".servingstack"))
+        if not dest:
+            dest = made = tempfile.mkdtemp(suffix=".servingstack")
+        result["dest"] = dest
         if found.identity_type:
             where = found.identity_path
             # The credential's shape is checked before any network call; the plugin gets it parsed.
@@ -369,9 +371,11 @@ def main() -> None:
 
             cloud_identity.write_private(path, yaml.safe_dump(config, default_flow_style=False, sort_keys=False))
         result.update(target.connection(config, path, dest))
-    except (ValueError, OSError) as error:
+    except Exception as error:  # the directory goes whatever failed; only ours are told as messages
         if made:
             shutil.rmtree(made, ignore_errors=True)
+        if not isinstance(error, (ValueError, OSError)):
+            raise
         module.fail_json(msg=str(error))
     module.exit_json(**result)
 

@@ -22,6 +22,12 @@ description:
     are the reference for each field. It reports B(all) problems at once, each as C(<path>: <problem>) naming the
     value and the rule, never quoting a client CA certificate. It also checks C(metadata) as the API server does.
   - >-
+    The CRD's CEL rules, in short: exactly one C(Kubeconfig) secret and at most one cloud identity secret; unique
+    listener ports; with C(gateway.hostname), no listener named C(https) or on port 443 (the gateway's own HTTPS
+    listener); C(gateway.hostname) a Gateway API Hostname, not an IP address; no private key in a client CA
+    certificate; client CA names of at most 240 characters; every version pin a semantic version; and
+    C(versions.envoyGateway) a v1.8.x release.
+  - >-
     Two rules no CEL rule can state are checked in Python (C(PYTHON_ONLY_RULES) in C(spec.py)): each
     C(gateway.clientCAs[].certificate) is PEM CERTIFICATE blocks that parse as X.509, and C(dynamo.grove) is
     C(v0.1.0-alpha.12-rc2) or later in release order (grove#753).

@@ -185,6 +185,24 @@ def test_status_reads_the_address_and_the_published_ca(api):
     assert read_status(kubeconfig, hostname="a.example.com")["gateway"]["caCertificate"] == CERT
 
 
+def test_status_says_why_pending_even_when_the_services_cannot_be_listed(monkeypatch):
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
+
+    gateway = {"metadata": {"name": "inference-gateway", "namespace": "g"}, "status": {"conditions": [
+        {"type": "Programmed", "status": "False", "message": "no LoadBalancer yet"}]}}
+
+    def read(_client, ref):
+        if ref["kind"] == "Service":
+            raise kubeclient.KubeReadError("services is forbidden: 403")
+        return gateway
+
+    monkeypatch.setattr(kubeclient, "connect", lambda *_args: object())
+    monkeypatch.setattr(kubeclient, "read", read)
+    # The Services only say more about why: a caller who may not list them still gets the Gateway's reason.
+    pending = "the Gateway g/inference-gateway is not Programmed: no LoadBalancer yet"
+    assert read_status("unused") == {"pending": pending}
+
+
 def test_a_missing_kubeconfig_is_a_clean_error(tmp_path):
     with pytest.raises(AnsibleLookupError, match="cannot load the kubeconfig"):
         read_status(str(tmp_path / "missing"))
