@@ -20,12 +20,12 @@ same run; every ratio is to the baseline's time in that run (run with -s to see 
    PATCH for an object holding a list it knows no merge key for, such as a Gateway's listeners, a Bundle's sources
    or a CRD's versions, changed or not; the API server stores nothing for it.) Both re-runs' PATCH requests and
    the ratio to the one-task floor (a playbook with one no-op k8s_info task) are printed. Issue 23's target for the
-   ratio to the baseline's re-run, <= 1.0x, is printed but not met (1.4x measured on 2026-12-05, down from 1.5x to
-   1.7x once each component ran only its state's branch: ours runs about 150 tasks, a third of them skipped, and
-   six modules or lookups the baseline has no counterpart for - validate, connect, preflight, status read, prune
-   check, status write - against the baseline's 12 tasks; its lanes cost nothing measurable, a no-op with them is
-   as fast as one without): meeting it would take bookkeeping that shadows what kubernetes.core and the cluster
-   know, which that issue removed; see its notes.
+   ratio to the baseline's re-run, <= 1.0x, is printed but not met (1.4x to 1.6x measured on 2026-12-05, down
+   from 1.5x to 1.7x once each component ran only its state's branch: ours runs about 150 tasks, a third of them
+   skipped, and six modules or lookups the baseline has no counterpart for - validate, connect, preflight, status
+   read, prune check, status write - against the baseline's 12 tasks; its lanes cost nothing measurable, a no-op
+   with them is as fast as one without): meeting it would take bookkeeping that shadows what kubernetes.core and
+   the cluster know, which that issue removed; see its notes.
 3. Printed only: the fresh converge with workloads ready at once (nothing to wait for: the CPU work of Ansible
    and helm on this machine's cores), ours then the baseline.
 """
