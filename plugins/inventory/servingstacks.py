@@ -126,7 +126,7 @@ from typing import Any
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable, to_safe_group_name
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient, spec
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 
 try:
@@ -189,7 +189,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except Exception as error:  # config errors and failed discovery alike: say where, never a traceback
             where = failed_server(auth, os.environ, loaded_server())
             raise AnsibleParserError(f"{self.NAME}: cannot connect to the management cluster {where}: "
-                                     f"{error_reason(error)}") from None
+                                     f"{kubeclient.reason(error)}") from None
         # One list request per namespace; none lists every namespace.
         namespaces = list(dict.fromkeys(name for name in self.get_option("namespaces") if name)) or [None]
         try:
@@ -200,7 +200,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             reason = (f"it does not serve {KIND} ({API_VERSION}): apply "
                       "crds/servingstacks.infrastructure.modelplane.ai.yaml to the management cluster first")
         except Exception as error:
-            reason = error_reason(error)
+            reason = kubeclient.reason(error)
         else:
             # The API leaves apiVersion and kind out of list items.
             return [{"apiVersion": API_VERSION, "kind": KIND, **item} for item in listed]
@@ -248,16 +248,6 @@ def management_settings(options: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(settings.get("kubeconfig", ""), str):
         del settings["kubeconfig"]  # an inline kubeconfig mapping holds the credentials themselves
     return settings
-
-
-def error_reason(error: BaseException) -> str:
-    """A short reason for a failed request or connection: the HTTP status, else the cause, never a body."""
-    status, reason = getattr(error, "status", None), getattr(error, "reason", None)
-    if status:
-        return f"{status} {reason or ''}".strip()
-    if reason is not None and str(reason):
-        return str(reason)
-    return str(error) or type(error).__name__
 
 
 def failed_server(auth: dict[str, Any], environ: Mapping[str, str], loaded: str = "") -> str:

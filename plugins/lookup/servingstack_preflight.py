@@ -77,17 +77,6 @@ NODES_PAGE = 100
 LIVE_STATES = "deployed,failed,pending-install,pending-upgrade,pending-rollback"
 
 
-def _get(client: Any, path: str, what: str, **params: Any) -> dict[str, Any]:
-    try:
-        # The decoded JSON as it is: the client's default wraps it in a ResourceInstance, which needs a kind
-        # (/version has none).
-        return client.request("GET", path, serializer=lambda _client, data: data, **params)
-    except Exception as error:
-        status = getattr(error, "status", None)
-        reason = getattr(error, "reason", None) or type(error).__name__
-        raise kubeclient.KubeReadError(f"reading {what} failed: {f'{status} {reason}' if status else reason}") from None
-
-
 class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
         self.set_options(var_options=variables, direct=kwargs)
@@ -96,16 +85,17 @@ class LookupModule(LookupBase):
         try:
             client = kubeclient.connect(self.get_option("kubeconfig"), self.get_option("context"))
             if not self.get_option("adopt") and any(component.get("releases") for component in plan):
-                read["secrets"] = _get(client, "/api/v1/secrets", "the Helm release Secrets",
-                                       labelSelector=f"owner=helm,status in ({LIVE_STATES})",
-                                       fieldSelector="type=helm.sh/release.v1").get("items") or []
-                read["crds"] = _get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                                    "the CRDs").get("items") or []
+                read["secrets"] = kubeclient.get(client, "/api/v1/secrets", "the Helm release Secrets",
+                                                 labelSelector=f"owner=helm,status in ({LIVE_STATES})",
+                                                 fieldSelector="type=helm.sh/release.v1").get("items") or []
+                read["crds"] = kubeclient.get(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                              "the CRDs").get("items") or []
             if self.get_option("cluster_checks"):
-                read["version_info"] = _get(client, "/version", "the cluster's version (/version)")
-                read["api_group_list"] = _get(client, "/apis", "the cluster's API groups (/apis)")
+                read["version_info"] = kubeclient.get(client, "/version", "the cluster's version (/version)")
+                read["api_group_list"] = kubeclient.get(client, "/apis", "the cluster's API groups (/apis)")
                 try:
-                    read["nodes"] = _get(client, "/api/v1/nodes", "the Nodes", limit=NODES_PAGE).get("items") or []
+                    nodes = kubeclient.get(client, "/api/v1/nodes", "the Nodes", limit=NODES_PAGE)
+                    read["nodes"] = nodes.get("items") or []
                 except kubeclient.KubeReadError as error:  # not allowed to list Nodes (RBAC): no load-balancer check
                     display.warning(f"servingstack_preflight: {error}: the load-balancer check is skipped")
         except kubeclient.KubeReadError as error:

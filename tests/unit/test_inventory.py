@@ -15,6 +15,7 @@ from ansible.inventory.data import InventoryData
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import inventory_loader
 from ansible_collections.modelplane.serving.plugins.inventory import servingstacks
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import PREFIX, outcome
 from servingstack_docs import REPO, edit, load_example
 from test_servingstack_spec_module import BIN, ENV
@@ -138,9 +139,9 @@ def test_error_reasons_are_short():
     class ConnectionFailure(Exception):
         reason = "Connection refused"
 
-    assert servingstacks.error_reason(ApiError("whatever")) == "403 Forbidden"
-    assert servingstacks.error_reason(ConnectionFailure("pool says")) == "Connection refused"
-    assert servingstacks.error_reason(ValueError("Invalid kube-config file")) == "Invalid kube-config file"
+    assert kubeclient.reason(ApiError("whatever")) == "403 Forbidden"
+    assert kubeclient.reason(ConnectionFailure("pool says")) == "Connection refused"
+    assert kubeclient.reason(ValueError("Invalid kube-config file")) == "Invalid kube-config file"
 
 
 @pytest.mark.parametrize("auth,environ,loaded,described", [

@@ -93,4 +93,4 @@ def test_a_cluster_that_stops_answering_after_connect_is_named_on_read():
     (type("Odd", (Exception,), {"reason": None})(), "Odd"),
 ])
 def test_reasons_are_short(error, reason):
-    assert kubeclient._reason(error) == reason
+    assert kubeclient.reason(error) == reason

@@ -55,7 +55,7 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
     try:
         return DynamicClient(api_client)
     except Exception as error:  # discovery failed: the cluster is unreachable or refuses us
-        raise KubeReadError(f"cannot reach the cluster at {_host(api_client)}: {_reason(error)}") from None
+        raise KubeReadError(f"cannot reach the cluster at {_host(api_client)}: {reason(error)}") from None
 
 
 def _host(api_client: Any) -> str:
@@ -95,15 +95,25 @@ def _in_cluster_only() -> bool:
         os.path.exists(part) for part in default.split(os.pathsep) if part)
 
 
-def _reason(error: Exception) -> str:
-    """An HTTP status and reason, or the socket error of a failed connection ("Connection refused") without
-    urllib3's wrapping of it."""
-    status = getattr(error, "status", None)
-    reason = getattr(error, "reason", None) or type(error).__name__
+def reason(error: BaseException) -> str:
+    """A short reason for a failed request or connection, never a body: the HTTP status and reason, else the socket
+    error of a failed connection ("Connection refused") without urllib3's wrapping of it, else the error's text."""
+    status, cause = getattr(error, "status", None), getattr(error, "reason", None)
     if status:
-        return f"{status} {reason}"
-    socket_error = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(reason))
-    return socket_error.group(1).strip() if socket_error else str(reason)
+        return f"{status} {cause or ''}".strip()
+    if cause is not None and str(cause):
+        socket_error = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(cause))
+        return socket_error.group(1).strip() if socket_error else str(cause)
+    return str(error) or type(error).__name__
+
+
+def get(client: Any, path: str, what: str, **params: Any) -> Any:
+    """The decoded JSON of a GET of ``path`` as it is (the client's default wraps it in a ResourceInstance, which needs
+    a kind: /version has none); ``what`` names it in the error."""
+    try:
+        return client.request("GET", path, serializer=lambda _client, data: data, **params)
+    except Exception as error:
+        raise KubeReadError(f"reading {what} failed: {reason(error)}") from None
 
 
 def _resource(client: Any, api_version: str, kind: str) -> Any | None:
@@ -121,7 +131,7 @@ def serves(client: Any, api_version: str, kind: str) -> bool:
     try:
         return _resource(client, api_version, kind) is not None
     except Exception as error:
-        raise KubeReadError(f"discovering {kind} ({api_version}) failed: {_reason(error)}") from None
+        raise KubeReadError(f"discovering {kind} ({api_version}) failed: {reason(error)}") from None
 
 
 def read(client: Any, ref: dict[str, Any]) -> Any:
@@ -139,7 +149,7 @@ def read(client: Any, ref: dict[str, Any]) -> Any:
     try:
         resource = _resource(client, ref["apiVersion"], ref["kind"])
     except Exception as error:  # discovery failed after connect(): the cluster stopped answering, or refuses us
-        raise KubeReadError(f"cannot reach the cluster at {_host(client.client)}: {_reason(error)}") from None
+        raise KubeReadError(f"cannot reach the cluster at {_host(client.client)}: {reason(error)}") from None
     if resource is None:
         return None if name else []
     if not resource.namespaced:
@@ -155,4 +165,4 @@ def read(client: Any, ref: dict[str, Any]) -> Any:
     except NotFoundError:
         return None if name else []
     except Exception as error:
-        raise KubeReadError(f"reading {what} failed: {_reason(error)}") from None
+        raise KubeReadError(f"reading {what} failed: {reason(error)}") from None
