@@ -102,3 +102,21 @@ def test_no_shipped_file_is_a_copy_of_a_test_double(build):
         assert name in doubles.values(), name
     copies = sorted(f"{name} (= {doubles[sha]})" for name, sha in build.files.items() if sha in doubles)
     assert not copies, f"copies of test doubles, shipped: {copies}"
+
+
+def test_every_released_plugin_ships_or_has_a_tombstone():
+    # A playbook written for a release must either still work or fail saying what to use instead (meta/runtime.yml).
+    releases = yaml.safe_load((REPO / "changelogs" / "changelog.yaml").read_text())["releases"]
+    routing = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text()).get("plugin_routing", {})
+    released = {("modules", module["name"]) for release in releases.values() for module in release.get("modules", [])}
+    released |= {(kind, plugin["name"]) for release in releases.values()
+                 for kind, plugins in release.get("plugins", {}).items() for plugin in plugins}
+    assert released, "changelog.yaml lists no released plugin"
+    missing = []
+    for kind, name in sorted(released):
+        folder = REPO / "plugins" / kind
+        if (folder / f"{name}.py").exists():
+            assert name not in routing.get(kind, {}), f"{kind}/{name} ships and has a tombstone"
+        elif "tombstone" not in routing.get(kind, {}).get(name, {}):
+            missing.append(f"{kind}/{name}")
+    assert not missing, f"released, removed and without a tombstone in meta/runtime.yml: {missing}"
