@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import COMPONENTS
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME, COMPONENTS
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.plan import order
 
 
@@ -20,8 +20,7 @@ def teardown_order(names: Iterable[str]) -> list[str]:
     Raises ValueError naming a component the table does not have.
     """
     wanted = list(dict.fromkeys(names))
-    known = {component.name for component in COMPONENTS}
-    unknown = [name for name in wanted if name not in known]
+    unknown = [name for name in wanted if name not in BY_NAME]
     if unknown:
         raise ValueError(f"not components of modelplane.serving: {', '.join(unknown)}")
     down = list(reversed(order([component for component in COMPONENTS if component.name in wanted])))
