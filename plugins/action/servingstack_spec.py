@@ -1,16 +1,12 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Action plugin for servingstack_spec: read and validate every ServingStack on the controller.
-
-Validating a ServingStack reads no cluster, so it runs in the controller's own process, against the collection's
-CRD (crds/), instead of shipping a module to the host (about half a second of every run). Only ``name`` (a live
-ServingStack on the management cluster) runs a module, kubernetes.core.k8s_info with the task's kubernetes.core
-options, to read it; it is validated here as a file is. The options are checked first, against the module's own
-argument spec.
-"""
+"""Action plugin for servingstack_spec: read and validate every ServingStack on the controller, in Ansible's own
+process (the module's ``action`` attribute says how): no module is shipped to the host for a file or a definition,
+about half a second of every run, and only ``name`` runs one, kubernetes.core.k8s_info."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -62,8 +58,7 @@ def load_yaml(text: str, origin: str) -> tuple[object, list[Problem]]:
 def load_file(path: str) -> tuple[object, list[Problem]]:
     """The ServingStack document in the YAML file at ``path``."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         return None, [Problem(path, f"cannot read the file: {error.strerror or error}")]
     except UnicodeDecodeError:

@@ -271,8 +271,7 @@ import copy
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-# One argument spec, which the action plugin checks too: src and definition stay in it, so they are documented and
-# checked with the other options (as kubernetes.core.k8s keeps its controller-side template option).
+# The one argument spec: the action plugin checks the options against it, the module only without the action plugin.
 ARGUMENT_SPEC = {**copy.deepcopy(AUTH_ARG_SPEC), "definition": {"type": "raw"}, "src": {"type": "path"},
                  "name": {"type": "str"}, "namespace": {"type": "str"}}
 SOURCES = ("definition", "src", "name")

@@ -25,10 +25,8 @@ class Problem:
 
 def quote(value: object) -> str:
     """Render a value for a message: strings JSON-quoted, long ones shortened, containers summarised."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
     if isinstance(value, str):
         if "-----BEGIN" in value or "PRIVATE KEY" in value:
             # PEM text is never echoed, wherever it was pasted: it may be a private key.

@@ -1,6 +1,6 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""What ``servingstack_spec`` returns for a document, shared by its module and its action plugin."""
+"""What ``servingstack_spec`` (its action plugin) returns for a document."""
 
 from __future__ import annotations
 

@@ -24,9 +24,7 @@ def resolve(spec: dict, key: str) -> object:
     """The value at a dotted spec path such as ``versions.certManager`` (None when absent)."""
     node: object = spec
     for part in key.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
+        node = node.get(part) if isinstance(node, dict) else None
     return node
 
 

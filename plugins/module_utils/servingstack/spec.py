@@ -48,7 +48,7 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.pl
 
 try:
     import jsonschema
-except ImportError:  # reported by missing(); the module's import sanity test runs without it
+except ImportError:  # reported by _unavailable(); the import sanity test runs without it
     jsonschema = None
 try:
     from cryptography import x509
@@ -164,6 +164,9 @@ def defaulted(node: dict, value: object, path: str, empty_is_default: frozenset[
     if isinstance(value, list) and "items" in node:
         return [defaulted(node["items"], item, join_path(path, index), empty_is_default)
                 for index, item in enumerate(value)]
+    if isinstance(value, dict) and node.get("additionalProperties", {}).get("type") == "string":
+        # A null in a map of strings (labels, annotations) reads as "", as the API server decodes it.
+        return {key: "" if item is None else copy.deepcopy(item) for key, item in value.items()}
     if not isinstance(value, dict) or "properties" not in node:
         return copy.deepcopy(value)
     result: dict = {}
@@ -378,15 +381,8 @@ def _object_meta(metadata: object) -> list[Problem]:
 def _check(manifest: dict) -> tuple[dict, list[Problem]]:
     """The defaulted manifest and its problems: the CRD's and ObjectMeta's, then those of PYTHON_ONLY_RULES.
 
-    The fields Crossplane adds to an XR's spec are dropped first, and null label and annotation values read as "",
-    as the API server decodes them into ObjectMeta's string maps (a CR it accepts must not be refused here)."""
+    The fields Crossplane adds to an XR's spec are dropped first."""
     given = {**manifest, "spec": without_crossplane_fields(manifest.get("spec"))}
-    metadata = manifest.get("metadata")
-    if isinstance(metadata, dict):
-        given["metadata"] = dict(metadata)
-        for name in ("labels", "annotations"):
-            if isinstance(metadata.get(name), dict):
-                given["metadata"][name] = {key: "" if value is None else value for key, value in metadata[name].items()}
     validator = _validator()
     result: dict = defaulted(validator.schema, given, "", EMPTY_IS_DEFAULT)  # type: ignore[assignment]
     errors = [(functools.reduce(join_path, error.absolute_path, ""), error) for error in validator.iter_errors(result)]
@@ -405,20 +401,17 @@ def _check(manifest: dict) -> tuple[dict, list[Problem]]:
 
 
 def _ignored(raw: object, spec: dict) -> list[dict]:
-    """The user's pins that the chosen stack ignores."""
-    stack = spec.get("stack")
-    if not isinstance(stack, str) or stack not in STACK_GROUPS:
+    """The user's pins for the stack not chosen."""
+    others = [stack for stack in STACK_GROUPS if stack != spec.get("stack")]
+    if len(others) != 1:  # no stack of the two: refused already
         return []
-    found = []
-    for group_stack, group in STACK_GROUPS.items():
-        given = raw.get(group) if isinstance(raw, dict) else None
-        values = spec.get(group)
-        if group_stack == stack or not isinstance(given, dict) or not isinstance(values, dict):
-            continue
-        found += [{"path": f"spec.{group}.{key}", "value": copy.deepcopy(given[key]),
-                   "reason": f"stack is {stack}: {group_stack}-stack pins are ignored"}
-                  for key in values if given.get(key) is not None]
-    return found
+    group = STACK_GROUPS[others[0]]
+    given = raw.get(group) if isinstance(raw, dict) else None
+    if not isinstance(given, dict) or not isinstance(spec.get(group), dict):
+        return []
+    return [{"path": f"spec.{group}.{key}", "value": copy.deepcopy(given[key]),
+             "reason": f"stack is {spec['stack']}: {others[0]}-stack pins are ignored"}
+            for key in spec[group] if given.get(key) is not None]
 
 
 def _warnings(spec: dict, problems: list[Problem]) -> list[Problem]:
@@ -452,16 +445,10 @@ def _validate(manifest: object) -> Validation:
     return Validation(result, [], ignored, warnings)
 
 
-def missing() -> list[str]:
-    """The Python packages the checks need and this interpreter lacks (requirements.txt lists them)."""
-    found = {"jsonschema": jsonschema is not None, "cel-python": importlib.util.find_spec("celpy") is not None,
-             "PyYAML": schema.yaml is not None}
-    return [name for name, present in found.items() if not present]
-
-
 def _unavailable() -> list[Problem]:
     """Why nothing can be checked here: the Python packages the checks need and this interpreter lacks."""
-    names = missing()
+    needed = {"jsonschema": jsonschema, "cel-python": importlib.util.find_spec("celpy"), "PyYAML": schema.yaml}
+    names = [name for name, found in needed.items() if found is None]
     return [Problem(DOCUMENT, f"cannot be checked: this Python lacks {', '.join(names)} (see the requirements.txt "
                     "of modelplane.serving)")] if names else []
 

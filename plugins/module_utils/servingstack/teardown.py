@@ -1,10 +1,7 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Teardown order, from the components table alone.
-
-The reverse of install order (what needs another component goes before it), with the components requests enter
-through (``ingress`` in the table: the gateway) first, so no request reaches a stack half torn down.
-"""
+"""Teardown order, from the components table alone: the reverse of install order, the ``ingress`` components
+first (``components.Component`` says why)."""
 
 from __future__ import annotations
 
@@ -23,6 +20,5 @@ def teardown_order(names: Iterable[str]) -> list[str]:
     unknown = [name for name in wanted if name not in BY_NAME]
     if unknown:
         raise ValueError(f"not components of modelplane.serving: {', '.join(unknown)}")
-    down = list(reversed(order([component for component in COMPONENTS if component.name in wanted])))
-    return [component.name for component in down if component.ingress] \
-        + [component.name for component in down if not component.ingress]
+    down = order([component for component in COMPONENTS if component.name in wanted])[::-1]
+    return [component.name for component in sorted(down, key=lambda component: not component.ingress)]

@@ -1,13 +1,8 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Version pins: parsing, release order and the rules on particular components.
-
-Every pin is a semantic version with an optional ``v`` (``v1.21.1``, ``0.18.3``,
-``v0.1.0-alpha.12-rc2``); the CRD checks that, and the v1.8.x range of ``versions.envoyGateway``. Here:
-
-* ``versions.envoyGateway`` below v1.8.1 (v1.8.0, or a v1.8.1 release candidate) is accepted with a warning:
-  Envoy AI Gateway v1.1.x is built on Envoy Gateway v1.8.1 and its README says it needs v1.8.1 or later.
-* ``dynamo.grove`` must be v0.1.0-alpha.12-rc2 or later in *release order* (grove#753), which CEL cannot compare.
+"""Version pins: parsing, release order, and the rules on pins the CRD cannot state (``caution_envoy_gateway``,
+``check_grove``). Every pin is a semantic version with an optional ``v`` (``v1.21.1``, ``0.18.3``,
+``v0.1.0-alpha.12-rc2``): the CRD checks that, and the v1.8.x range of ``versions.envoyGateway``.
 
 Release order differs from plain semver precedence in one way: a pre-release identifier
 ``<number>-<suffix>`` (``12-rc1``) is a candidate *for* ``<number>`` and sorts just before it,
