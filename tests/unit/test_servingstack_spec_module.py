@@ -47,7 +47,7 @@ def run_action(args: dict, check_mode: bool = False, read: dict | None = None) -
     """The action plugin in process, as a task runs it: every src and definition is read here, on the controller.
 
     With ``read``, what kubernetes.core.k8s_info returns for ``name`` (the host's part); the calls land in
-    ``CALLS``.
+    ``module_calls``.
     """
     task = Task()
     task.action = MODULE
@@ -57,16 +57,16 @@ def run_action(args: dict, check_mode: bool = False, read: dict | None = None) -
     action = action_loader.get(MODULE, task=task, connection=connection_loader.get("local", play_context),
                                play_context=play_context, loader=DataLoader(), templar=None, shared_loader_obj=None)
     if read is not None:
-        CALLS.clear()
+        module_calls.clear()
         action._execute_module = lambda module_name, module_args, task_vars: (
-            CALLS.append((module_name, module_args)) or json.loads(json.dumps(read)))
+            module_calls.append((module_name, module_args)) or json.loads(json.dumps(read)))
     try:
         return action.run(task_vars={})
     except AnsibleActionFail as error:  # a wrong option: the task fails with this result
         return error.result
 
 
-CALLS: list[tuple[str, dict]] = []
+module_calls: list[tuple[str, dict]] = []
 
 
 def test_src_returns_defaulted_manifest_plan_and_nothing_ignored():
@@ -215,8 +215,8 @@ def test_live_servingstack_is_read_from_the_management_cluster():
     args = {"name": "west-gke-stack", "namespace": "platform", "kubeconfig": "/dev/null"}
     # k8s_info reads it with the task's own options; the action plugin validates it on the controller.
     result = run_action(args, read={"changed": False, "api_found": True, "resources": [live]})
-    assert [("kubernetes.core.k8s_info", {**args, "kind": "ServingStack",
-                                                    "api_version": "infrastructure.modelplane.ai/v1alpha1"})] == CALLS
+    sent = {**args, "kind": "ServingStack", "api_version": "infrastructure.modelplane.ai/v1alpha1"}
+    assert module_calls == [("kubernetes.core.k8s_info", sent)]
     assert "resources" not in result and "api_found" not in result
     assert result["changed"] is False and "failed" not in result
     assert result["servingstack"]["status"] == {"gateway": {"address": "203.0.113.7"}}
