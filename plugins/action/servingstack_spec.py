@@ -1,22 +1,69 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Action plugin for servingstack_spec: validate every ServingStack on the controller.
-
-Validating a ServingStack reads no cluster, so it runs in the controller's own process, against the collection's
-CRD (crds/), instead of shipping the module to the host (about half a second of every run). Only ``name`` (a live
-ServingStack read from the management cluster) runs the module, with the kubernetes.core options, to read it; it
-is validated here as a file is. The options are checked first, against the module's own argument spec.
-"""
+"""Action plugin for servingstack_spec: read and validate every ServingStack on the controller, in Ansible's own
+process (the module's ``action`` attribute says how): no module is shipped to the host for a file or a definition,
+about half a second of every run, and only ``name`` runs one, kubernetes.core.k8s_info."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import yaml
 from ansible.plugins.action import ActionBase
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import source, spec_options
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import outcome
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
+from ansible_collections.modelplane.serving.plugins.modules.servingstack_spec import ARGUMENT_SPEC, RULES
 
-MODULE = "modelplane.serving.servingstack_spec"
+
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a duplicate key (PyYAML keeps the last one, hiding a typo'd override)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key, which PyYAML refuses itself
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        f"found duplicate key {key!r}", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str, origin: str) -> tuple[object, list[Problem]]:
+    """The one ServingStack document in ``text`` (of several, the one of kind ServingStack); a YAML error names
+    ``origin``, the line and the column."""
+    try:
+        documents = [document for document in yaml.load_all(text, Loader=StrictLoader) if document is not None]
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return None, [Problem(origin, f"{where}invalid YAML: {getattr(error, 'problem', None) or error}")]
+    except (ValueError, TypeError, RecursionError) as error:  # odd scalars such as an out-of-range timestamp
+        return None, [Problem(origin, f"invalid YAML: {error}")]
+    stacks = [document for document in documents if isinstance(document, dict) and document.get("kind") == KIND]
+    if len(documents) == 1 or len(stacks) == 1:
+        return (documents if len(documents) == 1 else stacks)[0], []
+    if not documents:
+        return None, [Problem(origin, "is empty: expected a ServingStack manifest")]
+    return None, [Problem(origin, f"holds {len(documents)} YAML documents, {len(stacks)} of kind {KIND}; "
+                          f"expected exactly one {KIND}")]
+
+
+def load_file(path: str) -> tuple[object, list[Problem]]:
+    """The ServingStack document in the YAML file at ``path``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        return None, [Problem(path, f"cannot read the file: {error.strerror or error}")]
+    except UnicodeDecodeError:
+        return None, [Problem(path, "cannot read the file: it is not UTF-8 text")]
+    return load_yaml(text, path)
 
 
 class ActionModule(ActionBase):
@@ -25,20 +72,28 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         # Fails the task (AnsibleActionFail) with AnsibleModule's own message for a wrong option.
-        _validation, options = self.validate_argument_spec(argument_spec=spec_options.argument_spec(),
-                                                           **spec_options.RULES)
+        _validation, options = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, **RULES)
         if options["name"] is not None:
-            # The task's own arguments: the module applies its defaults and environment fallbacks on the host.
-            read = self._execute_module(module_name=MODULE, module_args=dict(self._task.args), task_vars=task_vars)
-            live = read.pop(spec_options.LIVE, None)
+            # The task's own kubernetes.core options (module_defaults included): k8s_info applies their defaults and
+            # environment fallbacks on the host.
+            args = {key: value for key, value in self._task.args.items() if key not in ("definition", "src")}
+            read = self._execute_module(module_name="kubernetes.core.k8s_info", task_vars=task_vars,
+                                        module_args={**args, "kind": KIND, "api_version": API_VERSION})
+            resources, api_found = read.pop("resources", None), read.pop("api_found", None)
             result.update(read)
-            if live is None:  # not read (no such ServingStack, no ServingStack API, no cluster): the module's failure
-                return result
-            found = outcome(live, [])
+            where = f"cannot read ServingStack {options['namespace']}/{options['name']}"
+            if result.get("failed"):
+                return {**result, "msg": f"{where}: {result.get('msg')}"}
+            if not api_found:
+                return {**result, "failed": True, "msg": f"{where}: the management cluster has no {KIND} "
+                        f"({API_VERSION}) API; apply crds/servingstacks.infrastructure.modelplane.ai.yaml first"}
+            if not resources:
+                return {**result, "failed": True, "msg": f"{where}: it does not exist on the management cluster"}
+            found = outcome(resources[0], [])
         elif options["src"] is not None:  # a controller path, ~ and $VARS already expanded
-            found = outcome(*source.load_file(options["src"]))
+            found = outcome(*load_file(options["src"]))
         elif isinstance(options["definition"], str):
-            found = outcome(*source.load_yaml(options["definition"], "definition"))
+            found = outcome(*load_yaml(options["definition"], "definition"))
         else:
             found = outcome(options["definition"], [])
         warnings = found.pop("warnings")

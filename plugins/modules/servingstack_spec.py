@@ -78,8 +78,9 @@ attributes:
     support: full
     description: >-
       An action plugin checks the options against the module's argument spec, then reads O(src) and O(definition) on
-      the controller, in Ansible's own process; only O(name) runs the module, on the host, to read the live
-      ServingStack. Every ServingStack is validated on the controller, against the collection's CRD.
+      the controller, in Ansible's own process; only O(name) runs a module on the host: C(kubernetes.core.k8s_info),
+      with the authentication options, to read the live ServingStack. Every ServingStack is validated on the
+      controller, against the collection's CRD.
 notes:
   - The checks run before any cluster is contacted; only O(name) reads from a cluster, and only the ServingStack.
   - Messages never quote certificate contents or credentials.
@@ -89,7 +90,8 @@ requirements:
   - cryptography (on the controller, parses the client CA certificates)
   - jsonschema (on the controller, checks the manifest against the CRD's schema)
   - cel-python (on the controller, evaluates the CRD's CEL rules)
-  - kubernetes >= 24.2.0 (on the host, only to read a live ServingStack with O(name))
+  - kubernetes >= 24.2.0 (on the host, only to read a live ServingStack with O(name), as C(kubernetes.core.k8s_info)
+    does)
 seealso:
   - name: ServingStack reference
     description: The contract this module implements.
@@ -264,61 +266,26 @@ generation:
   sample: 3
 """
 
+import copy
+
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec_options
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-try:
-    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
-except ImportError:  # only a live read needs kubernetes, and it checks with module.requires() first
-    DynamicApiError = type("DynamicApiError", (Exception,), {})
-    NotFoundError = type("NotFoundError", (DynamicApiError,), {})
-    ResourceNotFoundError = type("ResourceNotFoundError", (Exception,), {})
-
-
-# src and definition stay in the argument spec, so they are documented and checked with the other options (as
-# kubernetes.core.k8s keeps its controller-side template option), but the action plugin reads them on the controller
-# and runs this module only for name.
-CONTROLLER_ONLY = ("the servingstack_spec action plugin reads src and definition on the controller; "
-                   "the module itself reads only a live ServingStack (name)")
-
-
-def read_live(module: AnsibleK8SModule, name: str, namespace: str) -> dict:
-    """The live ServingStack from the management cluster (fails the module cleanly otherwise)."""
-    module.requires("kubernetes")
-    where = f"{namespace}/{name}"
-    try:
-        client = get_api_client(module=module)
-        resource = client.resource(KIND, API_VERSION)
-        found = client.get(resource, name=name, namespace=namespace)
-    except ResourceNotFoundError:
-        module.fail_json(msg=f"cannot read ServingStack {where}: the management cluster has no {KIND} "
-                         f"({API_VERSION}) API; apply crds/servingstacks.infrastructure.modelplane.ai.yaml first")
-    except NotFoundError:
-        module.fail_json(msg=f"cannot read ServingStack {where}: it does not exist on the management cluster")
-    except DynamicApiError as error:
-        reason = getattr(error, "summary", None)
-        module.fail_json(msg=f"cannot read ServingStack {where}: {reason() if callable(reason) else error}")
-    except CoreException as error:
-        module.fail_json(msg=f"cannot read ServingStack {where}: {error}")
-    return found.to_dict() if hasattr(found, "to_dict") else dict(found)
+# The one argument spec: the action plugin checks the options against it, the module only without the action plugin.
+ARGUMENT_SPEC = {**copy.deepcopy(AUTH_ARG_SPEC), "definition": {"type": "raw"}, "src": {"type": "path"},
+                 "name": {"type": "str"}, "namespace": {"type": "str"}}
+SOURCES = ("definition", "src", "name")
+# A live ServingStack needs its namespace; a manifest names its own.
+RULES: dict = {"mutually_exclusive": [SOURCES], "required_one_of": [SOURCES],
+               "required_by": {"name": ("namespace",), "namespace": ("name",)}}
+ACTION_ONLY = ("servingstack_spec runs as its action plugin, on the controller: it reads src and definition there, "
+               "and a live ServingStack (name) with kubernetes.core.k8s_info")
 
 
 def main() -> None:
-    module = AnsibleK8SModule(
-        module_class=AnsibleModule,
-        check_k8s=False,
-        argument_spec=spec_options.argument_spec(),
-        supports_check_mode=True,
-        **spec_options.RULES,
-    )
-    if module.params["name"] is None:
-        module.fail_json(msg=CONTROLLER_ONLY)
-    live = read_live(module, module.params["name"], module.params["namespace"])
-    module.exit_json(changed=False, **{spec_options.LIVE: live})
+    # Only reached without the action plugin: the options are checked, then nothing is done.
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, **RULES)
+    module.fail_json(msg=ACTION_ONLY)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec, structural
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -88,7 +88,7 @@ PYTHON_ONLY_RULES = (
         ("is not PEM", "only CERTIFICATE blocks are allowed", "without its matching",
          "does not parse as an X.509 certificate"),
         "reference: clientCAs[].certificate is 'The CA certificate, PEM encoded'. The CRD bounds its length and "
-        "refuses a PEM PRIVATE KEY block; no CEL function parses PEM or X.509 (pem.check_certificates).",
+        "refuses a PEM PRIVATE KEY block; no CEL function parses PEM or X.509 (spec._pem_problem).",
     ),
     PythonOnlyRule(
         "grove older than v0.1.0-alpha.12-rc2", r"spec\.dynamo\.grove", ("in release order",),
@@ -331,8 +331,8 @@ def judge(verdict: Verdict) -> Verdict:
                 continue
             verdict.cel.append(message)
             if not verdict.problem and not any(
-                    message in problem["message"] or any(structural.field_of(problem["path"]) == field
-                                                         or structural.field_of(problem["path"]).startswith(
+                    message in problem["message"] or any(spec.field_of(problem["path"]) == field
+                                                         or spec.field_of(problem["path"]).startswith(
                                                              (f"{field}.", f"{field}[")) for field in fields)
                     for problem in verdict.module_errors):
                 verdict.problem = f"CEL rule {message!r} refused, the module said nothing of it"

@@ -1,5 +1,6 @@
-"""servingstack_spec: its action plugin (which validates every source) and its module (which reads a live one, for
-name) in process, through ansible-playbook, and ansible-doc."""
+"""servingstack_spec: its action plugin (which reads and validates every source, a live one through
+kubernetes.core.k8s_info) and its module (which only checks the options) in process, through ansible-playbook, and
+ansible-doc."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible.playbook.task import Task
 from ansible.plugins.loader import action_loader, connection_loader
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import spec_options
 from ansible_collections.modelplane.serving.plugins.modules import servingstack_spec
 from servingstack_docs import DYNAMO_EXAMPLE, EXAMPLE, PRIVATE_KEY, REPO, load_example
 
@@ -35,7 +35,7 @@ ENV = dict(
 
 
 def run_module(args: dict, capsys, check_mode: bool = False) -> dict:
-    """The module in process (it reads only a live ServingStack)."""
+    """The module in process (it only checks the options, then fails)."""
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
     with patch_module_args(args), pytest.raises(SystemExit):
@@ -43,10 +43,11 @@ def run_module(args: dict, capsys, check_mode: bool = False) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def run_action(args: dict, check_mode: bool = False, capsys=None) -> dict:
+def run_action(args: dict, check_mode: bool = False, read: dict | None = None) -> dict:
     """The action plugin in process, as a task runs it: every src and definition is read here, on the controller.
 
-    With ``capsys``, the module it runs for ``name`` runs in process too (``run_module``), as the host would run it.
+    With ``read``, what kubernetes.core.k8s_info returns for ``name`` (the host's part); the calls land in
+    ``module_calls``.
     """
     task = Task()
     task.action = MODULE
@@ -55,12 +56,17 @@ def run_action(args: dict, check_mode: bool = False, capsys=None) -> dict:
     play_context = PlayContext()
     action = action_loader.get(MODULE, task=task, connection=connection_loader.get("local", play_context),
                                play_context=play_context, loader=DataLoader(), templar=None, shared_loader_obj=None)
-    if capsys is not None:
-        action._execute_module = lambda module_name, module_args, task_vars: run_module(module_args, capsys)
+    if read is not None:
+        module_calls.clear()
+        action._execute_module = lambda module_name, module_args, task_vars: (
+            module_calls.append((module_name, module_args)) or json.loads(json.dumps(read)))
     try:
         return action.run(task_vars={})
     except AnsibleActionFail as error:  # a wrong option: the task fails with this result
         return error.result
+
+
+module_calls: list[tuple[str, dict]] = []
 
 
 def test_src_returns_defaulted_manifest_plan_and_nothing_ignored():
@@ -182,74 +188,36 @@ def test_an_unknown_option_is_refused_and_kubernetes_core_aliases_are_accepted()
     assert "failed" not in run_action({"src": str(EXAMPLE), "verify_ssl": False, "ssl_ca_cert": "/ca.pem"})
 
 
-def test_the_module_leaves_src_and_definition_to_the_action_plugin(capsys):
-    # Only reachable by running the module without its action plugin: the task never sends these to it.
-    for args in ({"src": str(EXAMPLE)}, {"definition": load_example()}):
+def test_the_module_leaves_every_source_to_the_action_plugin(capsys):
+    # Only reachable by running the module without its action plugin: a task never runs it.
+    for args in ({"src": str(EXAMPLE)}, {"definition": load_example()}, {"name": "west", "namespace": "platform"}):
         result = run_module(args, capsys)
         assert result["failed"] is True
-        assert result["msg"] == servingstack_spec.CONTROLLER_ONLY
+        assert result["msg"] == servingstack_spec.ACTION_ONLY
 
 
 def test_the_module_takes_no_checker_to_the_host():
     # The module ships with the module_utils it imports: reading a live ServingStack needs neither the CRD's checker
-    # (spec, structural: jsonschema and cel-python) nor the CRD, which stays on the controller.
+    # (spec: jsonschema and cel-python) nor the CRD, which stays on the controller.
     code = ("import sys; import ansible_collections.modelplane.serving.plugins.modules.servingstack_spec; "
             "print(sorted(name.rpartition('.')[2] for name in sys.modules "
             "if name.startswith('ansible_collections.modelplane.serving.plugins.module_utils.servingstack.')))")
     completed = subprocess.run([sys.executable, "-c", code], env=dict(ENV, PYTHONPATH=str(REPO / ".collections")),
                                capture_output=True, text=True, timeout=60, check=True)
-    assert completed.stdout.split("\n")[0] == "['schema', 'spec_options']"
+    assert completed.stdout.split("\n")[0] == "[]"
 
 
-class FakeObject:
-    def __init__(self, data: dict) -> None:
-        self.data = data
-
-    def to_dict(self) -> dict:
-        return self.data
-
-
-class FakeClient:
-    def __init__(self, found: object) -> None:
-        self.found = found
-        self.calls: list = []
-
-    def resource(self, kind: str, api_version: str) -> str:
-        self.calls.append(("resource", kind, api_version))
-        return "servingstacks"
-
-    def get(self, resource: str, **params: str) -> FakeObject:
-        self.calls.append(("get", resource, params))
-        if isinstance(self.found, Exception):
-            raise self.found
-        return FakeObject(self.found)
-
-
-@pytest.fixture
-def fake_cluster(monkeypatch):
-    def install(found: object) -> FakeClient:
-        fake = FakeClient(found)
-        monkeypatch.setattr(servingstack_spec, "get_api_client", lambda module=None, **kwargs: fake)
-        return fake
-
-    return install
-
-
-def test_live_servingstack_is_read_from_the_management_cluster(capsys, fake_cluster):
+def test_live_servingstack_is_read_from_the_management_cluster():
     live = load_example()
     live["metadata"].update(uid="1234", resourceVersion="7", creationTimestamp="2026-01-01T00:00:00Z",
                             managedFields=[{"manager": "kubectl"}])
     live["status"] = {"gateway": {"address": "203.0.113.7"}}
-    fake = fake_cluster(live)
     args = {"name": "west-gke-stack", "namespace": "platform", "kubeconfig": "/dev/null"}
-    # The module returns the live ServingStack as read; the action plugin validates it on the controller.
-    read = run_module(args, capsys)
-    assert fake.calls == [("resource", "ServingStack", "infrastructure.modelplane.ai/v1alpha1"),
-                          ("get", "servingstacks", {"name": "west-gke-stack", "namespace": "platform"})]
-    assert read[spec_options.LIVE] == live
-    assert "servingstack" not in read and "plan" not in read
-    result = run_action(args, capsys=capsys)
-    assert spec_options.LIVE not in result
+    # k8s_info reads it with the task's own options; the action plugin validates it on the controller.
+    result = run_action(args, read={"changed": False, "api_found": True, "resources": [live]})
+    sent = {**args, "kind": "ServingStack", "api_version": "infrastructure.modelplane.ai/v1alpha1"}
+    assert module_calls == [("kubernetes.core.k8s_info", sent)]
+    assert "resources" not in result and "api_found" not in result
     assert result["changed"] is False and "failed" not in result
     assert result["servingstack"]["status"] == {"gateway": {"address": "203.0.113.7"}}
     assert result["servingstack"]["metadata"]["uid"] == "1234"
@@ -257,27 +225,26 @@ def test_live_servingstack_is_read_from_the_management_cluster(capsys, fake_clus
     assert len(result["plan"]) == 7
 
 
-def test_live_servingstack_not_found(capsys, fake_cluster):
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
-
-    fake_cluster(NotFoundError(ApiException(status=404, reason="Not Found")))
-    result = run_action({"name": "west", "namespace": "platform"}, capsys=capsys)
+@pytest.mark.parametrize("read,message", [
+    ({"api_found": True, "resources": []}, "it does not exist on the management cluster"),
+    ({"api_found": False, "resources": []}, "the management cluster has no ServingStack "
+                                            "(infrastructure.modelplane.ai/v1alpha1) API; apply crds/"),
+    ({"failed": True, "msg": "Failed to load kubeconfig"}, "Failed to load kubeconfig"),
+])
+def test_live_servingstack_not_read(read, message):
+    result = run_action({"name": "west", "namespace": "platform"}, read=read)
     assert result["failed"] is True
-    assert result["msg"] == "cannot read ServingStack platform/west: it does not exist on the management cluster"
+    assert result["msg"].startswith(f"cannot read ServingStack platform/west: {message}")
     assert "errors" not in result
-    fake_cluster(ResourceNotFoundError("no ServingStack"))
-    result = run_action({"name": "west", "namespace": "platform"}, capsys=capsys)
-    assert "has no ServingStack (infrastructure.modelplane.ai/v1alpha1) API" in result["msg"]
 
 
-def test_live_servingstack_that_is_invalid(capsys, fake_cluster):
+def test_live_servingstack_that_is_invalid():
     live = load_example()
     live["metadata"]["generation"] = 3
     live["spec"]["versions"]["envoyGateway"] = "v1.9.1"
     live["spec"]["dynamo"] = {"grove": "v0.1.0-alpha.12"}
-    fake_cluster(live)
-    result = run_action({"name": "west-gke-stack", "namespace": "platform"}, capsys=capsys)
+    result = run_action({"name": "west-gke-stack", "namespace": "platform"},
+                        read={"api_found": True, "resources": [live]})
     assert result["failed"] is True
     assert result["msg"].startswith("invalid ServingStack:\n- spec.versions.envoyGateway: \"v1.9.1\" is out of range")
     assert result["errors"][0]["path"] == "spec.versions.envoyGateway"
@@ -378,6 +345,6 @@ def test_ansible_doc_renders_the_module():
     doc = json.loads(completed.stdout)["modelplane.serving.servingstack_spec"]
     options = doc["doc"]["options"]
     assert {"definition", "src", "name", "namespace", "kubeconfig", "context", "host"} <= set(options)
-    assert set(spec_options.argument_spec()) == set(options)
+    assert set(servingstack_spec.ARGUMENT_SPEC) == set(options)
     assert {"servingstack", "plan", "ignored", "errors"} <= set(doc["return"])
     assert doc["examples"].strip()

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import yaml
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec, structural
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome, schema, spec
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
 from corpus import GOOGLE, HTTP, IGNORED, INVALID, KUBECONFIG, LEGACY_XR, MODULE_ONLY, VALID
 from servingstack_docs import CERTIFICATE, DELETE, PRIVATE_KEY, REPO, edit, load_example
@@ -362,10 +362,10 @@ def test_a_stack_rule_names_the_pin_at_its_field_path():
 
 
 def test_missing_python_packages_are_one_clean_problem(monkeypatch):
-    monkeypatch.setattr(structural, "missing", lambda: ["cel-python"])
+    monkeypatch.setattr(spec, "jsonschema", None)
     assert messages(spec.validate(load_example())) == [
-        "(document): cannot be checked: this Python lacks cel-python (see the requirements.txt of modelplane.serving)"]
-    with pytest.raises(ValueError, match="lacks cel-python"):
+        "(document): cannot be checked: this Python lacks jsonschema (see the requirements.txt of modelplane.serving)"]
+    with pytest.raises(ValueError, match="lacks jsonschema"):
         spec.defaulted_spec({"secrets": [KUBECONFIG]})
 
 

@@ -46,24 +46,6 @@ class Chart:
     # spec's default pin (tests/unit/test_preflight.py checks both against shared/upstream); the preflight's floors.
     kube_version: tuple[str, str | None] | None = None
 
-    @property
-    def release(self) -> str:
-        return RELEASE_PREFIX + self.name
-
-    @property
-    def is_oci(self) -> bool:
-        return self.ref.startswith("oci://")
-
-    @property
-    def chart_ref(self) -> str:
-        """What ``kubernetes.core.helm`` takes as ``chart_ref``."""
-        return self.ref if self.is_oci else self.name
-
-    @property
-    def repo_url(self) -> str | None:
-        """What ``kubernetes.core.helm`` takes as ``chart_repo_url`` (None for OCI)."""
-        return None if self.is_oci else self.ref
-
 
 @dataclass(frozen=True)
 class Manifest:

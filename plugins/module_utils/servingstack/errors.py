@@ -1,6 +1,6 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""The one shape every ServingStack problem takes: ``<path>: <problem>``."""
+"""The one shape every ServingStack problem takes, ``<path>: <problem>``, and how a message quotes a value."""
 
 from __future__ import annotations
 
@@ -22,16 +22,11 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
 
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message}
-
 
 def quote(value: object) -> str:
     """Render a value for a message: strings JSON-quoted, long ones shortened, containers summarised."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
     if isinstance(value, str):
         if "-----BEGIN" in value or "PRIVATE KEY" in value:
             # PEM text is never echoed, wherever it was pasted: it may be a private key.
@@ -47,36 +42,14 @@ def quote(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-def kind_of(value: object) -> str:
-    """The JSON kind of a value, as a message says it: a string, an integer, a boolean..."""
-    kinds = ((type(None), "null"), (bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
-             (dict, "a mapping"), (list | tuple, "a list"))
-    return next((kind for python, kind in kinds if isinstance(value, python)), f"a {type(value).__name__}")
-
-
 def join_path(parent: str, key: object) -> str:
     """``spec`` + ``gateway`` -> ``spec.gateway``; ``spec.secrets`` + 1 -> ``spec.secrets[1]``."""
     if isinstance(key, int) and not isinstance(key, bool):
         return f"{parent}[{key}]"
-    text = str(key)
-    if not parent:
-        return text
-    return f"{parent}.{text}"
-
-
-def mismatch(value: object, expected: str) -> str:
-    """A type error: ``"80" is a string, not an integer``; ``expected a mapping, got a list``."""
-    if value is None:
-        return f"is null; expected {expected}"
-    if isinstance(value, str | int | float | bool):
-        return f"{quote(value)} is {kind_of(value)}, not {expected}"
-    return f"expected {expected}, got {kind_of(value)}"
-
-
-def _piece(text: str) -> tuple:
-    return (0, int(text), "") if text.isascii() and text.isdigit() else (1, 0, text)
+    return f"{parent}.{key}" if parent else str(key)
 
 
 def sort_key(problem: Problem) -> tuple:
     """Orders problems by path, with list indexes compared as numbers (``[2]`` before ``[10]``)."""
-    return tuple(_piece(part) for part in re.findall(r"[0-9]+|[^0-9]+", problem.path))
+    return tuple((0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
+                 for part in re.findall(r"[0-9]+|[^0-9]+", problem.path))

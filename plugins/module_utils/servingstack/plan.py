@@ -13,6 +13,7 @@ import graphlib
 
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import (
     COMPONENTS,
+    RELEASE_PREFIX,
     Chart,
     Component,
     Manifest,
@@ -23,9 +24,7 @@ def resolve(spec: dict, key: str) -> object:
     """The value at a dotted spec path such as ``versions.certManager`` (None when absent)."""
     node: object = spec
     for part in key.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
+        node = node.get(part) if isinstance(node, dict) else None
     return node
 
 
@@ -73,14 +72,15 @@ def applies(manifest: Manifest, spec: dict) -> bool:
 
 
 def release_entry(chart: Chart, spec: dict) -> dict:
-    """One Helm release of a component, as the roles pass it to kubernetes.core.helm."""
-    version = resolve(spec, chart.version_key) if chart.version_key else chart.version
+    """One Helm release of a component, as the roles pass it to kubernetes.core.helm: ``chart_ref`` is the chart's
+    oci:// reference, or its name in the repository at ``chart_repo_url``."""
+    oci = chart.ref.startswith("oci://")
     return {
-        "release": chart.release,
+        "release": RELEASE_PREFIX + chart.name,
         "chart": chart.name,
-        "chart_ref": chart.chart_ref,
-        "chart_repo_url": chart.repo_url,
-        "version": version,
+        "chart_ref": chart.ref if oci else chart.name,
+        "chart_repo_url": None if oci else chart.ref,
+        "version": resolve(spec, chart.version_key) if chart.version_key else chart.version,
         "namespace": chart.namespace,
         "version_key": chart.version_key,
         "atomic": chart.atomic,

@@ -85,11 +85,11 @@ def stages(plan: list[dict[str, Any]]) -> list[list[list[str]]]:
     order = [entry["name"] for entry in plan]
     weights = _weights(plan)
     needs = {entry["name"]: list(entry["needs"]) for entry in plan}
-    count = max(depths(plan).values(), default=-1) + 1
-    floor = critical_path(plan)
     # Start from the dependency depths (always valid); the search may only improve on it. Its size is capped,
     # so a table far larger than today's still plans at once, if less well.
     by_depth = depths(plan)
+    count = max(by_depth.values(), default=-1) + 1
+    floor = critical_path(plan)
     best: tuple[tuple[int, int, int], dict[str, int]] = (_cost(by_depth, order, needs, weights), by_depth)
     budget = [SEARCH_BUDGET]
 

@@ -38,14 +38,9 @@ def definition() -> dict:
         return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def open_api_schema() -> dict:
-    """The CRD's ``openAPIV3Schema`` (of its one version)."""
-    (version,) = definition()["spec"]["versions"]
-    return version["schema"]["openAPIV3Schema"]
-
-
 def __getattr__(name: str) -> dict:
-    """``SPEC`` and ``STATUS``: the CRD's schemas of spec and status, read when first asked for."""
+    """``SPEC`` and ``STATUS``: the CRD's schemas of spec and status (of its one version), read when first asked for."""
     if name in ("SPEC", "STATUS"):
-        return open_api_schema()["properties"][name.lower()]
+        (version,) = definition()["spec"]["versions"]
+        return version["schema"]["openAPIV3Schema"]["properties"][name.lower()]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,54 +1,66 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Validate and default a whole ServingStack manifest against its CRD.
+"""Read, check and default a whole ServingStack manifest against its CRD (the module's documentation says what a
+user sees of it).
 
 ``validate(manifest)`` never raises: whatever it is given (None, a list, an int, odd YAML), it returns a
 ``Validation`` whose ``errors`` hold every problem found, each ``<path>: <problem>`` naming the value and the rule
 it breaks, and whose ``manifest`` is a defaulted deep copy when there are no errors.
 
-The spec is checked as the API server checks a live object: against the CRD (``schema``), its schema, defaults,
-list-map keys and CEL rules (``structural``). What the CRD does not say is here, and only here:
+The manifest is checked as the API server checks a live object: null fields pruned and the CRD's defaults applied
+(``defaulted``), then jsonschema with the CRD's schema (unknown fields refused, as strict field validation does)
+and its Kubernetes extensions as two more keywords: unique list-map keys, and the CEL rules
+(``x-kubernetes-validations``, with cel-python). What the CRD does not say is here, and only here:
 
 * ``PYTHON_ONLY_RULES``, the reference's rules no CEL rule can state (tests/integration/test_crd_differential.py
-  lists the same): the client CA certificates are PEM CERTIFICATE blocks that parse as X.509, and Grove is
-  v0.1.0-alpha.12-rc2 or later in release order.
-* ObjectMeta (``METADATA`` and the label and annotation rules), which the API server checks on every object and a
-  CRD may not restate.
-* Decisions beyond the reference:
-
-  - ``metadata.namespace`` defaults to ``default`` for a manifest read from a file or given inline (a live object
-    always has one); each ``spec.secrets[].namespace`` defaults to that namespace.
-  - What a live object carries beyond its desired state is ignored on input, never refused: its ``status``
-    (returned as it came, unchecked: a Crossplane XR's has conditions our schema lacks), server-set metadata, and
-    the fields Crossplane adds to an XR's spec (``CROSSPLANE_SPEC_FIELDS``), which are dropped.
-  - An empty ``gateway.listeners`` or ``nvidiaDriverRoot`` means the default, as a null does (``EMPTY_IS_DEFAULT``).
-  - Messages never quote a client CA certificate, where a key may have been pasted (``HIDDEN``).
-  - Pins for the other stack are reported in ``ignored``; a pin in range but unwise (Envoy Gateway below v1.8.1)
-    and client CAs without a hostname are reported in ``warnings``.
+  lists the same).
+* ObjectMeta (``METADATA``, ``_object_meta``), which the API server checks on every object and a CRD may not
+  restate; ``metadata.namespace`` and each secret's defaulted (``DEFAULT_NAMESPACE``).
+* What a live object carries beyond its desired state, ignored on input, never refused: its ``status`` (returned
+  as it came: a Crossplane XR's has conditions our schema lacks), server-set metadata (``SERVER_SET``), and the
+  fields Crossplane adds to an XR's spec (``CROSSPLANE_SPEC_FIELDS``), which are dropped.
+* ``EMPTY_IS_DEFAULT`` fields, ``HIDDEN`` values (and PEM text anywhere) never quoted, a CEL rule not reported
+  where the schema refused a value at or below its field (it would say the same again, or nothing sensible), and
+  the pins for the other stack and the accepted but unwise values (``_ignored``, ``_warnings``).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
+import importlib.util
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import pem, schema, structural, versions
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schema, versions
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import DYNAMO, STANDARD
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import (
     Problem,
     join_path,
-    mismatch,
     quote,
     sort_key,
 )
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.plan import resolve
 
+try:
+    import jsonschema
+except ImportError:  # reported by _unavailable(); the import sanity test runs without it
+    jsonschema = None
+try:
+    from cryptography import x509
+except ImportError:  # pragma: no cover - cryptography ships with ansible-core
+    x509 = None
+
 DEFAULT_NAMESPACE = "default"
 DOCUMENT = "(document)"
 INTERNAL_ERROR = "could not be checked because of an internal error"
+# What a message calls each JSON type, in the order jsonschema's type checker is asked.
+KINDS = {"null": "null", "boolean": "a boolean", "integer": "an integer", "number": "a number", "string": "a string",
+         "object": "a mapping", "array": "a list"}
 # Which spec group holds the pins of which stack.
 STACK_GROUPS = {STANDARD: "standard", DYNAMO: "dynamo"}
 EMPTY_IS_DEFAULT = frozenset({"spec.gateway.listeners", "spec.nvidiaDriverRoot"})
@@ -73,17 +85,19 @@ CROSSPLANE_SPEC_FIELDS = (
 )
 
 # ObjectMeta, as the API server checks it (k8s.io/apimachinery's validation), in the CRD's own vocabulary.
-DNS1123_SUBDOMAIN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS1123_SUBDOMAIN = "[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 DNS1123_LABEL = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 SERVER_SET = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
               "deletionGracePeriodSeconds", "finalizers", "ownerReferences", "managedFields", "selfLink",
               "generateName")
+QUALIFIED_NAME_RULE = ("a qualified name: an optional DNS-1123 subdomain prefix and '/', then at most 63 letters, "
+                       "digits, '-', '_' and '.', starting and ending with a letter or digit")
 METADATA: dict = {
     "type": "object",
     "required": ["name"],
     "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 253, "x-kubernetes-validations": [{
-            "rule": f"self.matches('{DNS1123_SUBDOMAIN}')",
+            "rule": f"self.matches('^{DNS1123_SUBDOMAIN}$')",
             "message": "is not a DNS-1123 subdomain (an object name): lowercase letters, digits, '-' and '.', "
                        "starting and ending with a letter or digit"}]},
         "namespace": {"type": "string", "minLength": 1, "maxLength": 63, "default": DEFAULT_NAMESPACE,
@@ -91,20 +105,23 @@ METADATA: dict = {
                           "rule": f"self.matches('{DNS1123_LABEL}')",
                           "message": "is not a DNS-1123 label (a namespace name): at most 63 lowercase letters, "
                                      "digits and '-', starting and ending with a letter or digit"}]},
-        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string", "x-kubernetes-validations": [{
+            "rule": "size(self) <= 63 && self.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",
+            "message": "is not a label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and "
+                       "ending with a letter or digit"}]}},
         "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
         # Set by the API server on a live object; accepted as they come.
         **{key: {} for key in SERVER_SET},
     },
 }
-_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN.replace("$", r"\Z"))
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
-QUALIFIED_NAME_RULE = ("a qualified name: an optional DNS-1123 subdomain prefix and '/', then at most 63 letters, "
-                       "digits, '-', '_' and '.', starting and ending with a letter or digit")
-LABEL_VALUE_RULE = ("a label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending with "
-                    "a letter or digit")
+# A label or annotation key; its prefix (before the /) is at most 253 characters.
+_QUALIFIED_NAME = re.compile(f"({DNS1123_SUBDOMAIN}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?")
 ANNOTATIONS_MAX = 256 * 1024
+_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+_PEM_END = re.compile(r"-----END ([A-Z0-9 ]+)-----")
+
+
+# --- the outcome and its messages ------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -118,14 +135,217 @@ class Validation:
     warnings: list[Problem] = field(default_factory=list)
 
 
+def mismatch(value: object, expected: str) -> str:
+    """A type error: ``"80" is a string, not an integer``; ``expected a mapping, got a list``."""
+    if value is None:
+        return f"is null; expected {expected}"
+    kind = next((kind for name, kind in KINDS.items() if jsonschema.Draft4Validator.TYPE_CHECKER.is_type(value, name)),
+                f"a {type(value).__name__}")
+    if isinstance(value, str | int | float | bool):
+        return f"{quote(value)} is {kind}, not {expected}"
+    return f"expected {expected}, got {kind}"
+
+
+def field_of(path: str) -> str:
+    """The schema field a value's path is at: ``spec.secrets[1].name`` -> ``spec.secrets[].name``."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def has_problem(problems: list[Problem], path: str) -> bool:
+    """Whether a problem is at ``path`` or below it."""
+    return any(problem.path == path or problem.path.startswith((f"{path}.", f"{path}[")) for problem in problems)
+
+
+# --- the CRD's schema, defaults, list-map keys and CEL rules -------------------------------------------------
+
+
+def defaulted(node: dict, value: object, path: str, empty_is_default: frozenset[str] = frozenset()) -> object:
+    """A copy of ``value`` with null (or empty-is-default) fields pruned and the schema's defaults applied."""
+    if isinstance(value, list) and "items" in node:
+        return [defaulted(node["items"], item, join_path(path, index), empty_is_default)
+                for index, item in enumerate(value)]
+    if isinstance(value, dict) and node.get("additionalProperties", {}).get("type") == "string":
+        # A null in a map of strings (labels, annotations) reads as "", as the API server decodes it.
+        return {key: "" if item is None else copy.deepcopy(item) for key, item in value.items()}
+    if not isinstance(value, dict) or "properties" not in node:
+        return copy.deepcopy(value)
+    result: dict = {}
+    for key, child in node["properties"].items():
+        item, child_path = value.get(key), join_path(path, key)
+        # [] is never "" (nor the reverse): only the field's own empty value is absent.
+        if item is None or (field_of(child_path) in empty_is_default
+                            and item == {"array": [], "string": ""}.get(child.get("type"))):
+            if "default" not in child:
+                continue
+            item = copy.deepcopy(child["default"])
+        result[key] = defaulted(child, item, child_path, empty_is_default)
+    result.update({key: copy.deepcopy(item) for key, item in value.items() if key not in node["properties"]})
+    return result
+
+
+def _required(validator: Any, names: list[str], instance: object, node: dict) -> Iterator[Any]:
+    for name in names if validator.is_type(instance, "object") else ():
+        if name not in instance:  # type: ignore[operator]
+            enum = node.get("properties", {}).get(name, {}).get("enum", ())
+            hint = f"; it must be {enum[0]}" if len(enum) == 1 else ""
+            yield jsonschema.ValidationError(f"required field is missing{hint}", path=[name])
+
+
+def _properties(validator: Any, properties: dict, instance: object, node: dict) -> Iterator[Any]:
+    """Draft 4's ``properties``, refusing unknown fields where no ``additionalProperties`` is given (the API server's
+    strict field validation)."""
+    yield from jsonschema.Draft4Validator.VALIDATORS["properties"](validator, properties, instance, node)
+    if "additionalProperties" not in node:
+        yield from _additional(validator, False, instance, node)
+
+
+def _additional(validator: Any, allowed: object, instance: object, node: dict) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    known = list(node.get("properties", {}))
+    for key in [key for key in instance if key not in known]:  # type: ignore[attr-defined]
+        if not isinstance(key, str):
+            yield jsonschema.ValidationError(f"{quote(key)} is not a valid field name (names are strings)",
+                                             path=[quote(key)])
+        elif isinstance(allowed, dict):
+            yield from validator.descend(instance[key], allowed, path=key)  # type: ignore[index]
+        else:
+            hint = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+            suffix = f' (did you mean "{hint[0]}"?)' if hint else ""
+            yield jsonschema.ValidationError(f"unknown field{suffix}; known fields: {', '.join(known) or 'none'}",
+                                             path=[key or quote(key)])
+
+
+def _unique_keys(validator: Any, keys: list[str], instance: object, node: dict) -> Iterator[Any]:
+    """``x-kubernetes-list-map-keys``: each item whose keys an earlier item has. The error's message is the earlier
+    item's index, which ``_message`` completes with the list's path (a keyword does not know where it is)."""
+    seen: dict[tuple, int] = {}
+    for index, item in enumerate(instance if validator.is_type(instance, "array") else ()):  # type: ignore[arg-type]
+        if isinstance(item, dict) and all(isinstance(item.get(key), str | int) for key in keys):
+            first = seen.setdefault(tuple(item[key] for key in keys), index)
+            if first != index:
+                yield jsonschema.ValidationError(str(first), path=[index, keys[0]], instance=item)
+
+
 @functools.cache
-def _checker() -> structural.Checker:
-    """The whole manifest's checker: the CRD's spec, ObjectMeta, and a live object's ``status`` (the server's, or
+def _program(rule: str) -> Any:
+    import celpy  # imported when first needed: it takes longer to import than everything else here
+
+    environment = celpy.Environment()  # cheap once the first has built cel-python's parser
+    return environment.program(environment.compile(rule))
+
+
+# cel-python interprets a rule in about half a millisecond, and the same values come back (defaults, a spec checked
+# again by a later task): verdicts are kept, a rule being a pure function of its value.
+@functools.lru_cache(maxsize=1024)
+def holds(rule: str, value: str) -> bool | None:
+    """Whether the CEL ``rule`` holds for ``value`` (JSON text); None when it cannot be evaluated on it."""
+    import celpy
+
+    try:
+        result = _program(rule).evaluate({"self": celpy.json_to_cel(json.loads(value))})
+    except (celpy.CELEvalError, TypeError, ValueError):
+        return None  # a value the schema refused somewhere: of another type, or missing a field
+    return bool(result) if isinstance(result, celpy.celtypes.BoolType) else None
+
+
+def _rules(validator: Any, rules: list[dict], instance: object, node: dict) -> Iterator[Any]:
+    """``x-kubernetes-validations``: each CEL rule ``instance`` breaks, at the field its ``fieldPath`` names."""
+    try:
+        text = json.dumps(instance, allow_nan=False)
+    except (TypeError, ValueError):
+        return  # not JSON (NaN, a key of another type, a YAML date): the schema refuses it
+    for rule in rules:
+        if holds(rule["rule"], text) is False:
+            names = [name for name in rule.get("fieldPath", "").split(".") if name]
+            value = functools.reduce(lambda found, name: found.get(name) if isinstance(found, dict) else None,
+                                     names, instance)
+            yield jsonschema.ValidationError(rule["message"], path=names, instance=value)
+
+
+def _message(error: Any, path: str) -> str:
+    """A jsonschema error as a message naming the value and the rule."""
+    value, rule, kind = error.instance, error.validator_value, error.validator
+    shown = "the value" if field_of(path) in HIDDEN else quote(value)
+    bound = "below the minimum" if kind.startswith("min") else "above the maximum"
+    if kind == "type":
+        hint = f' (quote it in YAML: "{quote(value)}")' if rule == "string" and type(value) in (int, float) else ""
+        return mismatch(value, KINDS.get(rule, rule)) + hint
+    if kind == "enum":
+        return f"{shown} is not {'one of ' if len(rule) > 1 else ''}{', '.join(map(str, rule))}"
+    if kind in ("minLength", "maxLength"):
+        return f"{shown} is {len(value)} characters long, {bound} length {rule}"
+    if kind in ("minimum", "maximum"):
+        return f"{value} is {bound} {rule}"
+    if kind in ("minItems", "maxItems"):
+        return f"has {len(value)} item{'s' if len(value) != 1 else ''}, {bound} {rule}"
+    if kind == "x-kubernetes-list-map-keys":
+        first = f"{path.rsplit('[', 1)[0]}[{error.message}].{rule[0]}"
+        return (f"{', '.join(quote(value[key]) for key in rule)} is already used by {first}; "
+                f"{' and '.join(rule)} must be unique in the list")
+    if kind == "x-kubernetes-validations" and isinstance(value, str | int | float):
+        return f"{shown} {error.message}"  # a rule's message on a scalar follows the value
+    return error.message
+
+
+@functools.cache
+def _validator() -> Any:
+    """The whole manifest's validator: the CRD's spec, ObjectMeta, and a live object's ``status`` (the server's, or
     Crossplane's, not input: returned as it came, unchecked)."""
     manifest = {"type": "object", "required": ["apiVersion", "kind", "metadata", "spec"], "properties": {
         "apiVersion": {"type": "string", "enum": [schema.API_VERSION]},
         "kind": {"type": "string", "enum": [schema.KIND]}, "metadata": METADATA, "spec": schema.SPEC, "status": {}}}
-    return structural.Checker(manifest, "", hidden=HIDDEN, empty_is_default=EMPTY_IS_DEFAULT)
+    keywords = {"required": _required, "properties": _properties, "additionalProperties": _additional,
+                "x-kubernetes-list-map-keys": _unique_keys, "x-kubernetes-validations": _rules}
+    return jsonschema.validators.extend(jsonschema.Draft4Validator, keywords)(manifest)
+
+
+# --- the reference's rules the CRD cannot state --------------------------------------------------------------
+
+
+def _pem_problem(text: str) -> str | None:
+    """Why ``text`` is not one or more PEM CERTIFICATE blocks that parse as X.509 (the CRD refuses a pasted key)."""
+    begins = _PEM_BEGIN.findall(text)
+    if not begins:
+        return "is not PEM: expected one or more -----BEGIN CERTIFICATE----- blocks (the value is not shown)"
+    others = sorted(set(begins) - {"CERTIFICATE"})
+    if others:
+        return f"contains a PEM {', '.join(others)} block; only CERTIFICATE blocks are allowed"
+    if _PEM_END.findall(text) != begins:
+        return "has a -----BEGIN CERTIFICATE----- block without its matching -----END CERTIFICATE----- line"
+    try:
+        parsed = len(x509.load_pem_x509_certificates(text.encode("utf-8", "replace"))) if x509 else len(begins)
+    except ValueError:
+        parsed = 0
+    return None if parsed == len(begins) else \
+        "a CERTIFICATE block does not parse as an X.509 certificate (the value is not shown)"
+
+
+def _client_ca_certificates(spec: dict) -> list[Problem]:
+    """Each client CA certificate is PEM CERTIFICATE blocks that parse as X.509: no CEL function parses PEM."""
+    cas = resolve(spec, "gateway.clientCAs")
+    found = []
+    for index, ca in enumerate(cas if isinstance(cas, list) else ()):
+        certificate = ca.get("certificate") if isinstance(ca, dict) else None
+        reason = _pem_problem(certificate) if isinstance(certificate, str) else None
+        if reason:
+            found.append(Problem(f"spec.gateway.clientCAs[{index}].certificate", reason))
+    return found
+
+
+def _grove_release_order(spec: dict) -> list[Problem]:
+    """Grove is v0.1.0-alpha.12-rc2 or later in release order, where alpha.12-rc1 < alpha.12-rc2 < alpha.12: an
+    order CEL cannot compare in (semantic-version precedence sorts those the other way)."""
+    grove = resolve(spec, "dynamo.grove")
+    reason = versions.check_grove(grove) if spec.get("stack") == DYNAMO and isinstance(grove, str) else None
+    return [Problem("spec.dynamo.grove", f"{quote(grove)} {reason}")] if reason else []
+
+
+# Each is reported unless the schema or a CEL rule refused the value already.
+PYTHON_ONLY_RULES: tuple[Callable[[dict], list[Problem]], ...] = (_client_ca_certificates, _grove_release_order)
+
+
+# --- the manifest --------------------------------------------------------------------------------------------
 
 
 def without_crossplane_fields(spec: object) -> object:
@@ -135,109 +355,63 @@ def without_crossplane_fields(spec: object) -> object:
     return {key: value for key, value in spec.items() if key not in CROSSPLANE_SPEC_FIELDS}
 
 
-# --- the reference's rules the CRD cannot state --------------------------------------------------------------
-
-
-def _client_ca_certificates(spec: dict, problems: list[Problem]) -> list[Problem]:
-    """Each client CA certificate is PEM CERTIFICATE blocks that parse as X.509 (the CRD bounds its length and
-    refuses a pasted key; no CEL function parses PEM)."""
-    cas = resolve(spec, "gateway.clientCAs")
-    found = []
-    for index, ca in enumerate(cas if isinstance(cas, list) else ()):
-        path = f"spec.gateway.clientCAs[{index}].certificate"
-        certificate = ca.get("certificate") if isinstance(ca, dict) else None
-        reason = pem.check_certificates(certificate) if isinstance(certificate, str) else None
-        if reason and not structural.has_problem(problems, path):
-            found.append(Problem(path, reason))
-    return found
-
-
-def _grove_release_order(spec: dict, problems: list[Problem]) -> list[Problem]:
-    """Grove is v0.1.0-alpha.12-rc2 or later in release order, where alpha.12-rc1 < alpha.12-rc2 < alpha.12: an
-    order CEL cannot compare in (semantic-version precedence sorts those the other way)."""
-    grove = resolve(spec, "dynamo.grove")
-    reason = versions.check_grove(grove) if spec.get("stack") == DYNAMO and isinstance(grove, str) else None
-    if reason and not structural.has_problem(problems, "spec.dynamo.grove"):
-        return [Problem("spec.dynamo.grove", f"{quote(grove)} {reason}")]
-    return []
-
-
-PYTHON_ONLY_RULES: tuple[Callable[[dict, list[Problem]], list[Problem]], ...] = (
-    _client_ca_certificates,
-    _grove_release_order,
-)
-
-
-# --- ObjectMeta ----------------------------------------------------------------------------------------------
-
-
 def _is_qualified_name(key: str) -> bool:
-    *prefix, name = key.split("/")
-    if len(prefix) > 1 or (prefix and (len(prefix[0]) > 253 or not _SUBDOMAIN.search(prefix[0]))):
-        return False
-    return 0 < len(name) <= 63 and bool(_QUALIFIED_NAME.search(name))
+    return bool(_QUALIFIED_NAME.fullmatch(key)) and len(key.split("/")[0]) <= 253
 
 
-def _labels_and_annotations(metadata: object) -> list[Problem]:
-    """Label keys and values, and annotation keys and size, as the API server checks them (types are checked)."""
+def _object_meta(metadata: object) -> list[Problem]:
+    """Label and annotation keys, and the annotations' size, as the API server checks them (METADATA checks the
+    rest)."""
     found = []
-    labels = metadata.get("labels") if isinstance(metadata, dict) else None
-    for key, value in labels.items() if isinstance(labels, dict) else ():
-        path = join_path("metadata.labels", key)
-        if isinstance(key, str) and not _is_qualified_name(key):
-            found.append(Problem(path, f"{quote(key)} is not {QUALIFIED_NAME_RULE} (a label key)"))
-        if isinstance(value, str) and (len(value) > 63 or not _LABEL_VALUE.search(value)):
-            found.append(Problem(path, f"{quote(value)} is not {LABEL_VALUE_RULE}"))
+    for name, what in (("labels", "a label key"), ("annotations", "an annotation key")):
+        given = metadata.get(name) if isinstance(metadata, dict) else None
+        for key in given if isinstance(given, dict) else ():
+            # The API server lowercases an annotation key before checking it.
+            if isinstance(key, str) and not _is_qualified_name(key.lower() if name == "annotations" else key):
+                found.append(Problem(join_path(f"metadata.{name}", key), f"{quote(key)} is not {QUALIFIED_NAME_RULE} "
+                                     f"({what})"))
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    if not isinstance(annotations, dict):
-        return found
-    found += [Problem(join_path("metadata.annotations", key), f"{quote(key)} is not {QUALIFIED_NAME_RULE} "
-                      "(an annotation key)") for key in annotations
-              if isinstance(key, str) and not _is_qualified_name(key.lower())]
     size = sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in annotations.items()
-               if isinstance(key, str) and isinstance(value, str))
+               if isinstance(key, str) and isinstance(value, str)) if isinstance(annotations, dict) else 0
     if size > ANNOTATIONS_MAX:
         found.append(Problem("metadata.annotations", f"are {size} bytes long, above the maximum {ANNOTATIONS_MAX}"))
     return found
 
 
-# --- the manifest --------------------------------------------------------------------------------------------
-
-
 def _check(manifest: dict) -> tuple[dict, list[Problem]]:
     """The defaulted manifest and its problems: the CRD's and ObjectMeta's, then those of PYTHON_ONLY_RULES.
 
-    The fields Crossplane adds to an XR's spec are dropped first, and null label and annotation values read as "",
-    as the API server decodes them into ObjectMeta's string maps (a CR it accepts must not be refused here)."""
+    The fields Crossplane adds to an XR's spec are dropped first."""
     given = {**manifest, "spec": without_crossplane_fields(manifest.get("spec"))}
-    metadata = manifest.get("metadata")
-    if isinstance(metadata, dict):
-        given["metadata"] = dict(metadata)
-        for name in ("labels", "annotations"):
-            if isinstance(metadata.get(name), dict):
-                given["metadata"][name] = {key: "" if value is None else value for key, value in metadata[name].items()}
-    result, problems = _checker().check(given)
-    problems += _labels_and_annotations(result.get("metadata"))
+    validator = _validator()
+    result: dict = defaulted(validator.schema, given, "", EMPTY_IS_DEFAULT)  # type: ignore[assignment]
+    errors = [(functools.reduce(join_path, error.absolute_path, ""), error) for error in validator.iter_errors(result)]
+    # A value of the wrong type gets that problem alone; a CEL rule is skipped where the schema refused a value at
+    # or below its field.
+    mistyped = {path for path, error in errors if error.validator == "type"}
+    refused = [Problem(path, _message(error, path)) for path, error in errors
+               if error.validator != "x-kubernetes-validations" and (path not in mistyped or error.validator == "type")]
+    problems = refused + [Problem(path, _message(error, path)) for path, error in errors
+                          if error.validator == "x-kubernetes-validations" and not has_problem(refused, path)]
+    problems += _object_meta(result.get("metadata"))
     if isinstance(result.get("spec"), dict):
-        problems += [problem for rule in PYTHON_ONLY_RULES for problem in rule(result["spec"], problems)]
-    return result, problems  # type: ignore[return-value]
+        problems += [problem for rule in PYTHON_ONLY_RULES for problem in rule(result["spec"])
+                     if not has_problem(problems, problem.path)]
+    return result, problems
 
 
 def _ignored(raw: object, spec: dict) -> list[dict]:
-    """The user's pins that the chosen stack ignores."""
-    stack = spec.get("stack")
-    if not isinstance(stack, str) or stack not in STACK_GROUPS:
+    """The user's pins for the stack not chosen."""
+    others = [stack for stack in STACK_GROUPS if stack != spec.get("stack")]
+    if len(others) != 1:  # no stack of the two: refused already
         return []
-    found = []
-    for group_stack, group in STACK_GROUPS.items():
-        given = raw.get(group) if isinstance(raw, dict) else None
-        values = spec.get(group)
-        if group_stack == stack or not isinstance(given, dict) or not isinstance(values, dict):
-            continue
-        found += [{"path": f"spec.{group}.{key}", "value": copy.deepcopy(given[key]),
-                   "reason": f"stack is {stack}: {group_stack}-stack pins are ignored"}
-                  for key in values if given.get(key) is not None]
-    return found
+    group = STACK_GROUPS[others[0]]
+    given = raw.get(group) if isinstance(raw, dict) else None
+    if not isinstance(given, dict) or not isinstance(spec.get(group), dict):
+        return []
+    return [{"path": f"spec.{group}.{key}", "value": copy.deepcopy(given[key]),
+             "reason": f"stack is {spec['stack']}: {others[0]}-stack pins are ignored"}
+            for key in spec[group] if given.get(key) is not None]
 
 
 def _warnings(spec: dict, problems: list[Problem]) -> list[Problem]:
@@ -247,15 +421,13 @@ def _warnings(spec: dict, problems: list[Problem]) -> list[Problem]:
     found = []
     pin = resolve(spec, "versions.envoyGateway")
     reason = versions.caution_envoy_gateway(pin)
-    if reason and not structural.has_problem(problems, "spec.versions.envoyGateway"):
+    if reason:
         found.append(Problem("spec.versions.envoyGateway", f"{quote(pin)} {reason}"))
-    path = "spec.gateway.clientCAs"
-    if resolve(spec, "gateway.clientCAs") and not resolve(spec, "gateway.hostname") \
-            and not structural.has_problem(problems, path):
-        found.append(Problem(path, "set without spec.gateway.hostname, so the gateway has no HTTPS listener to "
-                             "require client certificates on: the CAs are stored but not enforced; set "
-                             "spec.gateway.hostname to enforce them"))
-    return found
+    if resolve(spec, "gateway.clientCAs") and not resolve(spec, "gateway.hostname"):
+        found.append(Problem("spec.gateway.clientCAs", "set without spec.gateway.hostname, so the gateway has no "
+                             "HTTPS listener to require client certificates on: the CAs are stored but not enforced; "
+                             "set spec.gateway.hostname to enforce them"))
+    return [warning for warning in found if not has_problem(problems, warning.path)]
 
 
 def _validate(manifest: object) -> Validation:
@@ -273,20 +445,19 @@ def _validate(manifest: object) -> Validation:
     return Validation(result, [], ignored, warnings)
 
 
-def _unavailable() -> Problem | None:
+def _unavailable() -> list[Problem]:
     """Why nothing can be checked here: the Python packages the checks need and this interpreter lacks."""
-    missing = structural.missing() + ([] if schema.yaml else ["PyYAML"])
-    if not missing:
-        return None
-    return Problem(DOCUMENT, f"cannot be checked: this Python lacks {', '.join(missing)} (see the requirements.txt "
-                   "of modelplane.serving)")
+    needed = {"jsonschema": jsonschema, "cel-python": importlib.util.find_spec("celpy"), "PyYAML": schema.yaml}
+    names = [name for name, found in needed.items() if found is None]
+    return [Problem(DOCUMENT, f"cannot be checked: this Python lacks {', '.join(names)} (see the requirements.txt "
+                    "of modelplane.serving)")] if names else []
 
 
 def validate(manifest: object) -> Validation:
     """Validate and default a whole ServingStack manifest. Never raises."""
     unavailable = _unavailable()
     if unavailable:
-        return Validation(None, [unavailable])
+        return Validation(None, unavailable)
     try:
         return _validate(manifest)
     except RecursionError:
@@ -304,10 +475,10 @@ def defaulted_spec(spec: dict | None = None) -> dict:
     """
     if spec is None:
         # The defaults alone, no secret invented: tests/unit/test_crd.py checks that they are valid.
-        return structural.defaulted(schema.SPEC, {}, "spec")
-    unavailable = _unavailable()
+        return defaulted(schema.SPEC, {}, "spec")  # type: ignore[return-value]
     manifest = {"apiVersion": schema.API_VERSION, "kind": schema.KIND, "metadata": {"name": "spec"}, "spec": spec}
-    result, problems = ({}, [unavailable]) if unavailable else _check(manifest)
+    unavailable = _unavailable()
+    result, problems = ({}, unavailable) if unavailable else _check(manifest)
     if problems:
         listed = "\n".join(f"- {problem}" for problem in sorted(problems, key=sort_key))
         raise ValueError("invalid ServingStack spec:\n" + listed)

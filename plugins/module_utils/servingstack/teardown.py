@@ -1,16 +1,13 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Teardown order, from the components table alone.
-
-The reverse of install order (what needs another component goes before it), with the components requests enter
-through (``ingress`` in the table: the gateway) first, so no request reaches a stack half torn down.
-"""
+"""Teardown order, from the components table alone: the reverse of install order, the ``ingress`` components
+first (``components.Component`` says why)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import COMPONENTS
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import BY_NAME, COMPONENTS
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.plan import order
 
 
@@ -20,10 +17,8 @@ def teardown_order(names: Iterable[str]) -> list[str]:
     Raises ValueError naming a component the table does not have.
     """
     wanted = list(dict.fromkeys(names))
-    known = {component.name for component in COMPONENTS}
-    unknown = [name for name in wanted if name not in known]
+    unknown = [name for name in wanted if name not in BY_NAME]
     if unknown:
         raise ValueError(f"not components of modelplane.serving: {', '.join(unknown)}")
-    down = list(reversed(order([component for component in COMPONENTS if component.name in wanted])))
-    return [component.name for component in down if component.ingress] \
-        + [component.name for component in down if not component.ingress]
+    down = order([component for component in COMPONENTS if component.name in wanted])[::-1]
+    return [component.name for component in sorted(down, key=lambda component: not component.ingress)]

@@ -1,13 +1,8 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""Version pins: parsing, release order and the rules on particular components.
-
-Every pin is a semantic version with an optional ``v`` (``v1.21.1``, ``0.18.3``,
-``v0.1.0-alpha.12-rc2``); the CRD checks that, and the v1.8.x range of ``versions.envoyGateway``. Here:
-
-* ``versions.envoyGateway`` below v1.8.1 (v1.8.0, or a v1.8.1 release candidate) is accepted with a warning:
-  Envoy AI Gateway v1.1.x is built on Envoy Gateway v1.8.1 and its README says it needs v1.8.1 or later.
-* ``dynamo.grove`` must be v0.1.0-alpha.12-rc2 or later in *release order* (grove#753), which CEL cannot compare.
+"""Version pins: parsing, release order, and the rules on pins the CRD cannot state (``caution_envoy_gateway``,
+``check_grove``). Every pin is a semantic version with an optional ``v`` (``v1.21.1``, ``0.18.3``,
+``v0.1.0-alpha.12-rc2``): the CRD checks that, and the v1.8.x range of ``versions.envoyGateway``.
 
 Release order differs from plain semver precedence in one way: a pre-release identifier
 ``<number>-<suffix>`` (``12-rc1``) is a candidate *for* ``<number>`` and sorts just before it,
@@ -55,16 +50,12 @@ class Version:
         )
 
 
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()
-
-
 def _natural(text: str) -> tuple:
-    return tuple((0, int(piece)) if _digits(piece) else (1, piece) for piece in _PIECES.findall(text))
+    return tuple((0, int(piece)) if piece.isdigit() else (1, piece) for piece in _PIECES.findall(text))
 
 
 def _identifier_key(identifier: str) -> tuple:
-    if _digits(identifier):
+    if identifier.isdigit():  # identifiers are ASCII (SEMVER_PATTERN)
         # A bare number ranks after its own candidates (12-rc1 < 12).
         return (0, int(identifier), 1, ())
     candidate = _CANDIDATE.match(identifier)
@@ -75,9 +66,7 @@ def _identifier_key(identifier: str) -> tuple:
 
 def parse(text: object) -> Version | None:
     """The version a pin names, or None when it is not a (v-optional) semantic version."""
-    if not isinstance(text, str):
-        return None
-    match = _SEMVER.match(text)
+    match = _SEMVER.match(text) if isinstance(text, str) else None
     if not match:
         return None
     major, minor, patch, pre, build = match.groups()
@@ -95,8 +84,8 @@ def release_key(text: str) -> tuple:
 def caution_envoy_gateway(text: object) -> str | None:
     """Why an in-range Envoy Gateway pin is unwise, or None when it is not (or is out of range: the CRD's rule)."""
     version = parse(text)
-    if version is None or (version.major, version.minor) != (1, 8) \
-            or not release_key(ENVOY_GATEWAY_MINIMUM) <= version.release_key() < release_key(ENVOY_GATEWAY_ADVISED):
+    if version is None or not release_key(ENVOY_GATEWAY_MINIMUM) <= version.release_key() \
+            < release_key(ENVOY_GATEWAY_ADVISED):
         return None
     return (
         f"is accepted (the reference allows any v1.8.x) but unwise: it is older than {ENVOY_GATEWAY_ADVISED}, and "
@@ -109,9 +98,7 @@ def caution_envoy_gateway(text: object) -> str | None:
 def check_grove(text: str) -> str | None:
     """Why a Grove pin is too old, or None when it includes grove#753."""
     version = parse(text)
-    if version is None:
-        return None
-    if version.release_key() >= release_key(GROVE_MINIMUM):
+    if version is None or version.release_key() >= release_key(GROVE_MINIMUM):
         return None
     return (
         f"is older than {GROVE_MINIMUM} in release order; Grove must be {GROVE_MINIMUM} or later because earlier "
