@@ -33,10 +33,12 @@ def check_certificates(text: str) -> str | None:
         return f"contains a PEM {', '.join(others)} block; only CERTIFICATE blocks are allowed"
     if _END.findall(text) != begins:
         return "has a -----BEGIN CERTIFICATE----- block without its matching -----END CERTIFICATE----- line"
+    if x509 is None:
+        return None
     try:
-        parsed = len(x509.load_pem_x509_certificates(text.encode("utf-8", "replace"))) if x509 else len(begins)
+        certificates = x509.load_pem_x509_certificates(text.encode("utf-8", "replace"))
     except ValueError:
-        parsed = 0
-    if parsed != len(begins):
+        return "a CERTIFICATE block does not parse as an X.509 certificate (the value is not shown)"
+    if len(certificates) != len(begins):
         return "a CERTIFICATE block does not parse as an X.509 certificate (the value is not shown)"
     return None
