@@ -48,8 +48,8 @@ options:
     aliases: [verify_ssl]
   ca_cert:
     description:
-      - Path of the CA certificate(s) that verify the API server, with the full chain, C(K8S_AUTH_SSL_CA_CERT) when
-        not set.
+      - Path of the CA certificate(s) that verify the API server, C(K8S_AUTH_SSL_CA_CERT) when not set. With
+        O(validate_certs), the server's full certificate chain must be here or in the kubeconfig.
     type: path
     aliases: [ssl_ca_cert]
   client_cert:
@@ -104,7 +104,4 @@ options:
       - Groups to impersonate, C(K8S_AUTH_IMPERSONATE_GROUPS) (comma-separated) when not set.
     type: list
     elements: str
-notes:
-  - These are the connection options of the C(kubernetes.core) modules, read the same way; with O(validate_certs),
-    the API server's full certificate chain must be in O(ca_cert) or in the kubeconfig.
 """

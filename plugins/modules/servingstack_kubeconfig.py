@@ -15,41 +15,32 @@ author:
 description:
   - Gives the target cluster's kubeconfig (written with mode C(0600) into O(dest), or O(src) as it is) and every
     authentication option of the C(kubernetes.core) modules set explicitly from it, for C(module_defaults), with the
-    task C(environment) that goes with them. The module runs on the task's host; the ServingStack hosts of the
-    C(servingstack) role are the controller (C(ansible_connection=local)), where the C(kubernetes.core) tasks of the
-    converge run and read these files.
-  - With O(spec), the kubeconfig and the cloud identity's credential come from the ServingStack's secrets, read from
-    the management cluster - the one the connection options (O(kubeconfig), O(context), O(host) and the others, or
-    their C(K8S_AUTH_*) variables) reach; they never name the target. The C(Kubeconfig) entry of C(spec.secrets)
-    names the kubeconfig's Secret and key; the first other entry, if any, is the cloud identity (its C(type), and
-    the Secret and key of its credential).
-  - "Every problem with those Secrets is reported at once, each as C(<path>: <problem>) naming the Secret and key and
-    never their data - a Secret that is not on the management cluster, a missing key, a value that is not
-    base64-encoded UTF-8 text, a kubeconfig without clusters or without a current context - before anything is
-    written. Entries of C(spec.secrets) that name no Secret (no C(Kubeconfig) entry, or one without its C(name),
-    C(key) or namespace) fail the same way before any read."
+    task C(environment) that goes with them. It runs on the task's host, for the C(servingstack) role the controller,
+    where the converge's C(kubernetes.core) tasks run and read these files.
+  - With O(spec), the kubeconfig and the cloud identity's credential come from the Secrets its C(secrets) name (the
+    C(Kubeconfig) entry, and the first other entry, if any, as the cloud identity), read from the management cluster
+    the connection options (or their C(K8S_AUTH_*) variables) reach; they never name the target.
+  - "Every problem is reported at once as C(<path>: <problem>), naming the Secret and key and never their data: an
+    entry that names no Secret (no C(Kubeconfig) entry, or one without its C(name), C(key) or namespace) before any
+    read; then a Secret not on the management cluster, a missing key, a value that is not base64-encoded UTF-8 text,
+    a kubeconfig without clusters or without a current context, before anything is written."
   - With O(content), that kubeconfig text is written instead, authenticated as O(identity_type) with
-    O(identity_credential) if they are given. With O(src), that kubeconfig file is used in place. Neither reads a
-    cluster or uses the connection options.
-  - Without this, C(K8S_AUTH_HOST), C(K8S_AUTH_API_KEY), C(K8S_AUTH_VERIFY_SSL), C(K8S_AUTH_SSL_CA_CERT),
-    C(K8S_AUTH_CONTEXT) and the other C(K8S_AUTH_*) variables (what AWX injects for its Kubernetes credential, for
-    the management cluster) take the place of every option a task leaves out, so a converge meant for a workload
-    cluster would reach the management cluster. kubernetes.core reads a variable only for an option that is left out
-    (V(null)), so each option is given, with an empty value where the kubeconfig has none. Inline certificate data
-    (C(certificate-authority-data), C(client-certificate-data), C(client-key-data)) is written to files in O(dest)
-    with mode C(0600), since the modules take paths.
-  - With a cloud identity (the identity secret, or O(identity_type) and O(identity_credential)), authenticates as
-    that identity instead of the kubeconfig's embedded credentials, as the ServingStack reference says. The current
-    context's user is replaced by a kubeconfig C(exec) credential plugin that hands out a bearer token minted from
-    the credential.
-  - The credential is validated first (a wrong shape fails naming the field, before any network call), then one
-    token is minted, so a wrong key fails here with a clear message rather than in the first component.
+    O(identity_credential) if given; with O(src), that file is used in place. Neither reads a cluster.
+  - The C(K8S_AUTH_*) variables (what AWX injects for its Kubernetes credential, for the management cluster) take
+    the place of every option a C(kubernetes.core) task leaves out (V(null)), so a converge meant for a workload
+    cluster would reach the management cluster. Each option is therefore given, empty where the kubeconfig has none.
+    Inline certificate data (C(certificate-authority-data), C(client-certificate-data), C(client-key-data)) is
+    written to C(0600) files in O(dest), since the modules take paths.
+  - With a cloud identity, the current context's user (its embedded credentials) is replaced by a kubeconfig C(exec)
+    credential plugin that hands out a bearer token minted from the credential, as the ServingStack reference says.
+    The credential's shape is checked first (naming the field, before any network call), then one token is minted,
+    so a wrong key fails here with a clear message rather than in the first component.
   - "Token refresh: the plugin is the collection's own C(cloud_identity) module_utils file, written with a C(0600)
     C(config.json) (the parsed credential) and a C(token.json) cache into a private C(0700) directory
-    C(<dest>/identity) (RV(identity_dir)). The kubeconfig runs it as C(<python> <dir>/plugin.py <dir>/config.json):
-    paths only, nothing secret in argv or the environment. kubernetes.core and helm run it when they load the
-    kubeconfig and again when the token's C(expirationTimestamp) passes; it answers from the cache and mints a new
-    token when the cached one has less than five minutes left, so runs longer than a token's lifetime keep working."
+    C(<dest>/identity) (RV(identity_dir)), and run as C(<python> <dir>/plugin.py <dir>/config.json): nothing secret
+    in argv or the environment. kubernetes.core and helm run it when they load the kubeconfig and when the token's
+    C(expirationTimestamp) passes; it mints a new token when the cached one has less than five minutes left, so runs
+    longer than a token's lifetime keep working."
   - C(GoogleApplicationCredentials) takes a Google service-account key (JSON; google-auth exchanges a signed JWT for
     an OAuth 2.0 access token at the key's C(token_uri), RFC 7523) or an C(authorized_user) credential (refresh-token
     grant at its C(token_uri)), with the cloud-platform and userinfo.email scopes. Other types (C(external_account),
@@ -223,6 +214,7 @@ environment:
 """
 
 import copy
+import inspect
 import json
 import os
 import shutil
@@ -233,12 +225,7 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import (
-    cloud_credentials,
-    cloud_identity,
-    credentials,
-    target,
-)
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity, target
 
 # With spec the identity comes from the identity secret, so the identity options go with content only.
 RULES: dict[str, Any] = {
@@ -249,41 +236,66 @@ RULES: dict[str, Any] = {
                     "identity_path": ("content",)},
 }
 
-# Appended to the plugin's copy of cloud_identity.py so that it runs as a script.
-PLUGIN_MAIN = """
 
-if __name__ == "__main__":
-    raise SystemExit(plugin_main(sys.argv[1:]))
-"""
-
-
-def plugin_source() -> str:
-    """The source of cloud_identity.py (from the AnsiballZ payload or the collection), runnable as a script."""
-    loader = getattr(cloud_identity, "__loader__", None)
-    source = loader.get_source(cloud_identity.__name__) if loader is not None else None
-    if isinstance(source, bytes):  # Ansible's collection loader answers bytes, zipimport str
-        source = source.decode("utf-8")
-    if not source:
-        with open(cloud_identity.__file__, encoding="utf-8") as handle:
-            source = handle.read()
-    return source + PLUGIN_MAIN
-
-
-def write_identity_dir(directory: str, config: dict, minted: cloud_identity.Minted) -> list[str]:
-    """Write the plugin, its configuration and the first token into ``directory`` (0700); return the argv."""
+def write_identity_dir(directory: str, settings: dict[str, Any], minted: cloud_identity.Minted) -> list[str]:
+    """Write the plugin (cloud_identity.py's source, from the AnsiballZ payload or the collection), its settings and
+    the first token into ``directory`` (0700); return the argv."""
     if os.path.isdir(directory):
         shutil.rmtree(directory)
     os.mkdir(directory, 0o700)
     plugin, config_file = os.path.join(directory, "plugin.py"), os.path.join(directory, "config.json")
-    cloud_identity.write_private(plugin, plugin_source())
-    cloud_identity.write_private(config_file, json.dumps({**config, "cache": os.path.join(directory, "token.json")}))
+    cloud_identity.write_private(plugin, inspect.getsource(cloud_identity))
+    cloud_identity.write_private(config_file, json.dumps({**settings, "cache": os.path.join(directory, "token.json")}))
     cloud_identity.store_token(os.path.join(directory, "token.json"), minted)
     return [sys.executable, plugin, config_file]
 
 
-def argument_spec() -> dict[str, Any]:
-    """The management cluster's kubernetes.core connection options (for spec) and the module's own."""
-    options = copy.deepcopy(AUTH_ARG_SPEC)
+def read_secrets(module: AnsibleK8SModule, refs: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """The Secrets of ``refs`` from the management cluster, None for one that does not exist."""
+    module.requires("kubernetes")
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    found: list[dict[str, Any] | None] = []
+    try:
+        client = get_api_client(module=module)
+        resource = client.resource("Secret", "v1")
+        for ref in refs:
+            try:
+                found.append(client.get(resource, name=ref["name"], namespace=ref["namespace"]).to_dict())
+            except NotFoundError:
+                found.append(None)
+    except Exception as error:  # the message names the cluster's answer (its status line), never a Secret's data
+        names = ", ".join(f"{ref['namespace']}/{ref['name']}" for ref in refs)
+        reason = error.summary() if hasattr(error, "summary") else str(error)
+        module.fail_json(msg=f"cannot read the Secrets {names}: {reason}")
+    return found
+
+
+def target_config(module: AnsibleK8SModule) -> tuple[dict[str, Any], tuple[str, str, str] | None]:
+    """The target's kubeconfig (parsed and checked) and its cloud identity ``(type, credential, path)`` or None: from
+    the file, the options or the spec's Secrets. ValueError naming the problems."""
+    params = module.params
+    if params["src"] is not None:
+        try:
+            with open(params["src"], encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            raise ValueError(f"cannot read the kubeconfig {params['src']}: {reason}") from None
+        return target.load(text, params["src"]), None
+    if params["spec"] is None:
+        identity = (params["identity_type"], params["identity_credential"], params["identity_path"] or "spec.secrets")
+        return target.load(params["content"], "content"), identity if params["identity_type"] else None
+    refs = target.secret_refs(params["spec"], params["namespace"])
+    config, texts = target.from_secrets(read_secrets(module, refs), refs)
+    # Read here, not given as no_log options: Ansible removes them from any message only once told of them.
+    module._module.no_log_values.update(texts)
+    return config, (refs[1]["type"], texts[1], refs[1]["path"]) if len(refs) > 1 else None
+
+
+def main() -> None:
+    options = copy.deepcopy(AUTH_ARG_SPEC)  # the management cluster's, for spec
     options.update(
         spec={"type": "dict"},
         namespace={"type": "str"},
@@ -295,75 +307,25 @@ def argument_spec() -> dict[str, Any]:
         identity_path={"type": "str"},
         ca_file={"type": "path"},
     )
-    return options
-
-
-def read_secrets(module: AnsibleK8SModule, entries: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
-    """The Secrets of ``entries`` from the management cluster, None for one that does not exist."""
-    module.requires("kubernetes")
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from kubernetes.dynamic.exceptions import NotFoundError
-
-    found: list[dict[str, Any] | None] = []
-    try:
-        client = get_api_client(module=module)
-        resource = client.resource("Secret", "v1")
-        for entry in entries:
-            try:
-                found.append(client.get(resource, name=entry["name"], namespace=entry["namespace"]).to_dict())
-            except NotFoundError:
-                found.append(None)
-    except Exception as error:  # the message names the cluster's answer (its status line), never a Secret's data
-        names = ", ".join(f"{entry['namespace']}/{entry['name']}" for entry in entries)
-        reason = error.summary() if hasattr(error, "summary") else str(error)
-        module.fail_json(msg=f"cannot read the Secrets {names}: {reason}")
-    return found
-
-
-def target_credentials(module: AnsibleK8SModule) -> credentials.Credentials:
-    """The kubeconfig and cloud identity, from the spec's Secrets, the file or the options; ValueError naming
-    problems."""
-    params = module.params
-    if params["src"] is not None:
-        try:
-            with open(params["src"], encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or type(error).__name__
-            raise ValueError(f"cannot read the kubeconfig {params['src']}: {reason}") from None
-        return credentials.Credentials(text, target.load(text, params["src"]))
-    if params["spec"] is None:
-        return credentials.Credentials(params["content"], target.load(params["content"], "content"),
-                                       params["identity_type"], params["identity_credential"],
-                                       params["identity_path"] or "spec.secrets")
-    ref = credentials.kubeconfig_ref(params["spec"], params["namespace"])
-    found = credentials.from_secrets(read_secrets(module, credentials.secrets_to_read(ref)), ref)
-    # Read here, not given as no_log options: Ansible removes them from any message only once told of them.
-    module._module.no_log_values.update(value for value in (found.kubeconfig, found.identity_credential) if value)
-    return found
-
-
-def main() -> None:
-    module = AnsibleK8SModule(module_class=AnsibleModule, check_k8s=False, argument_spec=argument_spec(),
+    module = AnsibleK8SModule(module_class=AnsibleModule, check_k8s=False, argument_spec=options,
                               supports_check_mode=True, **copy.deepcopy(RULES))
-    src, dest, ca_file, made = module.params["src"], module.params["dest"], module.params["ca_file"], None
+    src, dest, made = module.params["src"], module.params["dest"], None
     try:
-        found = target_credentials(module)
-        config, result = found.config, {"changed": False, "authenticated_as": found.identity_type or "kubeconfig"}
+        config, identity = target_config(module)
+        result = {"changed": False, "authenticated_as": identity[0] if identity else "kubeconfig"}
         # Made once the Secrets are read, and removed if anything fails: nothing in it would be of use.
         if not dest:
             dest = made = tempfile.mkdtemp(suffix=".servingstack")
         result["dest"] = dest
-        if found.identity_type:
-            where = found.identity_path
+        if identity:
+            identity_type, text, where = identity
+            context, cluster = target.selected(config)[1:3]
             # The credential's shape is checked before any network call; the plugin gets it parsed.
-            credential = cloud_credentials.validate(found.identity_type, found.identity_credential, where)
-            _name, context, cluster, _user = target.selected(config)
-            cluster = {"name": str(context.get("cluster") or ""), "server": str(cluster["server"])}
-            minted = cloud_identity.mint(found.identity_type, credential, where, ca_file=ca_file, cluster=cluster)
-            settings = {"type": found.identity_type, "credential": credential, "where": where, "ca_file": ca_file,
-                        "cluster": cluster}
+            settings = {"type": identity_type, "credential": target.parse_credential(identity_type, text, where),
+                        "where": where, "ca_file": module.params["ca_file"],
+                        "cluster": {"name": str(context.get("cluster") or ""), "server": str(cluster["server"])}}
             result["identity_dir"] = os.path.join(dest, "identity")
+            minted = cloud_identity.mint(settings)
             config = target.with_exec(config, write_identity_dir(result["identity_dir"], settings, minted))
         path = src or os.path.join(dest, "kubeconfig")
         if not src:

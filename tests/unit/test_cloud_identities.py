@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_credentials as cc
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.target import parse_credential
 from cluster.fixtures import running_cluster
 from cluster.token_webhook import token_kubeconfig, token_webhook
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -89,8 +89,8 @@ def register(clouds: FakeClouds, key: rsa.RSAPrivateKey) -> None:
 def mint(clouds: FakeClouds, identity_type: str, credential: str, cluster: dict[str, str] | None = None,
          ca_file: str | None = None) -> ci.Minted:
     """What the module does: validate the credential, then mint a token with it, trusting the fake clouds' CA."""
-    return ci.mint(identity_type, cc.validate(identity_type, credential, WHERE), WHERE,
-                   ca_file=ca_file or clouds.cert_file, cluster=cluster)
+    return ci.mint({"type": identity_type, "credential": parse_credential(identity_type, credential, WHERE),
+                    "where": WHERE, "ca_file": ca_file or clouds.cert_file, "cluster": cluster})
 
 
 def credential_for(kind: str, clouds: FakeClouds, key: rsa.RSAPrivateKey) -> tuple[str, str]:
@@ -158,8 +158,8 @@ def test_the_eks_token_is_a_presigned_get_caller_identity_for_the_cluster(fake_c
     ],
 )
 def test_aws_cluster_name_and_region_resolution(cluster, secret_extra, expected):
-    aws = cc.validate(ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "t",
-                                          **secret_extra}), WHERE)
+    aws = parse_credential(ci.AWS, json.dumps({"roleARN": "arn:aws:iam::123456789012:role/r", "webIdentityToken": "t",
+                                               **secret_extra}), WHERE)
     assert ci.aws_target(aws, cluster, WHERE) == expected
 
 
@@ -230,7 +230,7 @@ BAD = [
 @pytest.mark.parametrize(("identity_type", "credential", "expected"), BAD)
 def test_a_wrong_shape_is_refused_naming_the_field_and_the_rule(identity_type, credential, expected):
     with pytest.raises(ci.CredentialError) as error:
-        cc.validate(identity_type, credential, WHERE)
+        parse_credential(identity_type, credential, WHERE)
     message = str(error.value)
     assert message.startswith(f"{WHERE}: ")
     assert expected in message
@@ -241,7 +241,7 @@ def test_an_ec_key_is_refused_as_not_rsa():
     credential = json.dumps({"subject-credentials": {"private-key": _pem(ec.generate_private_key(ec.SECP256R1())),
                                                      "kid": "k", "iss": "a", "sub": "a"}})
     with pytest.raises(ci.CredentialError, match=r"subject-credentials.private-key is not an RSA key"):
-        cc.validate(ci.NEBIUS, credential, WHERE)
+        parse_credential(ci.NEBIUS, credential, WHERE)
 
 
 # --------------------------------------------------------------------------- TLS: the libraries verify the endpoints
@@ -269,13 +269,14 @@ def test_without_a_ca_file_the_system_trust_store_is_used_as_ssl_cert_file_sets_
         fake_clouds, rsa_key, kind, monkeypatch):
     register(fake_clouds, rsa_key)
     identity_type, credential = credential_for(kind, fake_clouds, rsa_key)
-    validated = cc.validate(identity_type, credential, WHERE)
+    validated = parse_credential(identity_type, credential, WHERE)
     cluster = {"name": EKS_ARN, "server": ""}
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     with pytest.raises(ci.CredentialError, match="CERTIFICATE_VERIFY_FAILED"):
-        ci.mint(identity_type, validated, WHERE, cluster=cluster)
+        ci.mint({"type": identity_type, "credential": validated, "where": WHERE, "cluster": cluster})
     monkeypatch.setenv("SSL_CERT_FILE", fake_clouds.cert_file)
-    assert fake_clouds.accepts(ci.mint(identity_type, validated, WHERE, cluster=cluster).token)
+    assert fake_clouds.accepts(ci.mint({"type": identity_type, "credential": validated, "where": WHERE,
+                                        "cluster": cluster}).token)
 
 
 # --------------------------------------------------------------------------- the exec plugin's cache
@@ -283,7 +284,7 @@ def test_without_a_ca_file_the_system_trust_store_is_used_as_ssl_cert_file_sets_
 
 def test_the_plugin_answers_from_its_cache_and_refreshes_near_expiry(fake_clouds, rsa_key, tmp_path, capsys):
     register(fake_clouds, rsa_key)
-    config = {"type": ci.NEBIUS, "credential": cc.validate(ci.NEBIUS, nebius_key(fake_clouds, rsa_key), WHERE),
+    config = {"type": ci.NEBIUS, "credential": parse_credential(ci.NEBIUS, nebius_key(fake_clouds, rsa_key), WHERE),
               "where": WHERE, "ca_file": fake_clouds.cert_file, "cluster": {}, "cache": str(tmp_path / "token.json")}
     now = int(ci.time.time())
     first = ci.plugin_token(config, now=now)
@@ -518,7 +519,7 @@ def test_the_plugin_script_runs_on_its_own(fake_clouds, rsa_key, tmp_path):
     from ansible_collections.modelplane.serving.plugins.modules import servingstack_kubeconfig as module
 
     register(fake_clouds, rsa_key)
-    config = {"type": ci.GOOGLE, "credential": cc.validate(ci.GOOGLE, google_key(fake_clouds, rsa_key), WHERE),
+    config = {"type": ci.GOOGLE, "credential": parse_credential(ci.GOOGLE, google_key(fake_clouds, rsa_key), WHERE),
               "where": WHERE, "ca_file": fake_clouds.cert_file, "cluster": {}}
     seed = ci.Minted("seed-token", 0)  # already expired: the plugin must mint a new one
     argv = module.write_identity_dir(str(tmp_path / "identity"), config, seed)

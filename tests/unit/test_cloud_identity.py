@@ -10,8 +10,8 @@ import urllib.parse
 
 import pytest
 import yaml
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_credentials as cc
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity as ci
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.target import parse_credential
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
@@ -63,9 +63,9 @@ KUBECONFIG = yaml.safe_dump({
 
 def test_mint_posts_a_jwt_signed_with_the_key_for_the_account_and_returns_the_token(rsa_key, sa_json, token_server):
     url, cert_file, received = token_server
-    credential = cc.validate(ci.GOOGLE, json.dumps({**json.loads(sa_json), "token_uri": url}), WHERE)
+    credential = parse_credential(ci.GOOGLE, json.dumps({**json.loads(sa_json), "token_uri": url}), WHERE)
     before = time.time()
-    minted = ci.mint(ci.GOOGLE, credential, WHERE, ca_file=str(cert_file))
+    minted = ci.mint({"type": ci.GOOGLE, "credential": credential, "where": WHERE, "ca_file": str(cert_file)})
     # The local endpoint answers no expires_in: the token is taken to last the hour Google gives.
     assert minted.token == "local-token" and before + 3500 < minted.expires_at < time.time() + 3700
     [form] = [urllib.parse.parse_qs(body.decode()) for body in received]
@@ -96,7 +96,7 @@ def test_mint_posts_a_jwt_signed_with_the_key_for_the_account_and_returns_the_to
 )
 def test_bad_google_credentials_are_refused_without_echoing_them(credential, expected):
     with pytest.raises(ci.CredentialError) as error:
-        cc.validate(ci.GOOGLE, credential, WHERE)
+        parse_credential(ci.GOOGLE, credential, WHERE)
     assert str(error.value).startswith(f"{WHERE}: ")
     assert expected in str(error.value)
     assert credential not in str(error.value)
@@ -106,19 +106,19 @@ def test_a_non_rsa_key_is_refused(sa_json):
     info = json.loads(sa_json)
     info["private_key"] = _pem(ec.generate_private_key(ec.SECP256R1()))
     with pytest.raises(ci.CredentialError, match=r"^spec.secrets\[1\]: private_key is not an RSA key$"):
-        cc.validate(ci.GOOGLE, json.dumps(info), WHERE)
+        parse_credential(ci.GOOGLE, json.dumps(info), WHERE)
 
 
 @pytest.mark.parametrize("identity_type", [ci.AWS, ci.NEBIUS])
 def test_other_identities_refuse_a_credential_that_is_not_json(identity_type):
     # Every type is supported; test_cloud_identities.py covers AWS and Nebius end to end.
     with pytest.raises(ci.CredentialError, match=r"^spec.secrets\[1\]: is not an? .*expected a JSON object"):
-        cc.validate(identity_type, "whatever", WHERE)
+        parse_credential(identity_type, "whatever", WHERE)
 
 
 def test_an_unknown_identity_type_is_refused_naming_the_known_ones():
     with pytest.raises(ci.CredentialError, match=r"'Kubeconfig' is not a cloud identity type \(GoogleApp"):
-        cc.validate("Kubeconfig", "{}", WHERE)
+        parse_credential("Kubeconfig", "{}", WHERE)
 
 
 # --- the libraries' transport against a real local HTTPS endpoint: verification is on ---
@@ -128,8 +128,8 @@ def test_an_endpoint_the_ca_does_not_vouch_for_is_refused_before_any_request(sa_
     url, _cert_file, received = token_server
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-    credential = cc.validate(ci.GOOGLE, json.dumps({**json.loads(sa_json), "token_uri": url}), WHERE)
+    credential = parse_credential(ci.GOOGLE, json.dumps({**json.loads(sa_json), "token_uri": url}), WHERE)
     expected = rf"^{re.escape(WHERE)}: token endpoint https://localhost:\d+/token: CERTIFICATE_VERIFY_FAILED$"
     with pytest.raises(ci.CredentialError, match=expected):
-        ci.mint(ci.GOOGLE, credential, WHERE)
+        ci.mint({"type": ci.GOOGLE, "credential": credential, "where": WHERE})
     assert received == []

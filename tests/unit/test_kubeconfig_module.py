@@ -143,12 +143,12 @@ def test_credentials_read_from_secrets_are_censored_in_every_message(monkeypatch
     credential = '{"type": "service_account", "private_key": "s3cr3t"}'
     secret = {"data": {"kubeconfig": base64.b64encode(KUBECONFIG.encode()).decode(),
                        "credentials.json": base64.b64encode(credential.encode()).decode()}}
-    monkeypatch.setattr(module_file, "read_secrets", lambda _module, entries: [secret] * len(entries))
+    monkeypatch.setattr(module_file, "read_secrets", lambda _module, refs: [secret] * len(refs))
     fake = SimpleNamespace(params={"spec": {"secrets": [
         {"type": "Kubeconfig", "name": "west", "key": "kubeconfig"},
         {"type": "GoogleApplicationCredentials", "name": "west", "key": "credentials.json"}]},
         "namespace": "platform", "content": None, "src": None}, _module=SimpleNamespace(no_log_values=set()))
-    found = module_file.target_credentials(fake)
-    assert (found.kubeconfig, found.identity_credential) == (KUBECONFIG, credential)
-    assert found.config == yaml.safe_load(KUBECONFIG)
+    config, identity = module_file.target_config(fake)
+    assert config == yaml.safe_load(KUBECONFIG)
+    assert identity == ("GoogleApplicationCredentials", credential, "spec.secrets[1]")
     assert fake._module.no_log_values == {KUBECONFIG, credential}

@@ -149,7 +149,7 @@ def test_controller_reads_given_a_kubeconfig_ignore_the_environment_context(tmp_
 def test_certificate_data_that_is_not_base64_is_refused_naming_the_key(tmp_path):
     config = kubeconfig()
     config["clusters"][0]["cluster"]["certificate-authority-data"] = "not base64!"
-    with pytest.raises(target.TargetError) as raised:
+    with pytest.raises(ValueError) as raised:
         target.connection(config, "/kc", str(tmp_path))
     assert str(raised.value) == "/kc: certificate-authority-data is not base64"
     assert list(tmp_path.iterdir()) == []

@@ -2,10 +2,10 @@
 # Apache License 2.0 (see LICENSE)
 """A cloud identity's credential to a bearer token, and the kubeconfig ``exec`` plugin that refreshes it.
 
-The credential comes parsed by ``cloud_credentials.validate`` (which refuses a wrong shape before any network
+The credential comes parsed by ``target.parse_credential`` (which refuses a wrong shape before any network
 call). google-auth (Google, and the Nebius JWT), botocore (STS and the EKS token) and requests (the Nebius token
-exchange) mint the token over verified HTTPS. The module runs this very file as the plugin (``plugin_main``):
-it stands alone. No credential or token goes into a message, argv or the environment.
+exchange) mint the token over verified HTTPS. The module copies this very file as the plugin, run as a script
+(``plugin_main``): it stands alone. No credential or token goes into a message, argv or the environment.
 """
 
 from __future__ import annotations
@@ -160,23 +160,18 @@ def _nebius_token(key: dict[str, str], verify: str | bool, where: str) -> Minted
     return Minted(token, now + (lifetime if isinstance(lifetime, int) else LIFETIME_SECONDS))
 
 
-def mint(identity_type: str, credential: dict[str, Any], where: str, ca_file: str | None = None,
-         cluster: dict[str, str] | None = None) -> Minted:
-    """A bearer token for the parsed ``credential``; ``cluster`` is the kubeconfig's current one (``name``,
-    ``server``), which AWS needs. ``where`` (the secret's path) starts every message."""
-    verify = _verify(ca_file)
+def mint(settings: dict[str, Any]) -> Minted:
+    """A bearer token for ``settings``: the identity ``type``, the parsed ``credential``, ``where`` (the secret's path,
+    which starts every message), ``ca_file`` and the kubeconfig's current ``cluster`` (``name``, ``server``: AWS's)."""
+    identity_type, credential, where = settings["type"], settings["credential"], settings["where"]
+    verify = _verify(settings.get("ca_file"))
     try:
         if identity_type == AWS:
-            return _aws_token(credential, cluster or {}, verify, where)
+            return _aws_token(credential, settings.get("cluster") or {}, verify, where)
         return (_google_token if identity_type == GOOGLE else _nebius_token)(credential, verify, where)
     except ImportError as error:
         raise CredentialError(f"{where}: {identity_type} needs the Python module {error.name}: install the "
                               "collection's requirements.txt") from None
-
-
-# The exec credential plugin. The module writes this file (plugin.py), config.json (identity type, parsed credential,
-# message path, CA file, cluster) and token.json (the cache) into a private 0700 directory; the kubeconfig runs
-# ``<python> <dir>/plugin.py <dir>/config.json`` (paths only) when a client loads it or the token expires.
 
 
 def write_private(path: str, data: str | bytes) -> None:
@@ -204,8 +199,7 @@ def plugin_token(config: dict[str, Any], now: int | None = None) -> Minted:
             return cached
     except (OSError, ValueError, TypeError):
         pass  # no usable cache: mint
-    minted = mint(config["type"], config["credential"], config["where"], ca_file=config.get("ca_file"),
-                  cluster=config.get("cluster") or {})
+    minted = mint(config)
     store_token(config["cache"], minted)
     return minted
 
@@ -224,3 +218,7 @@ def plugin_main(argv: list[str]) -> int:
     sys.stdout.write(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
                                  "status": {"token": minted.token, "expirationTimestamp": expires}}))
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(plugin_main(sys.argv[1:]))

@@ -19,14 +19,10 @@ class KubeReadError(Exception):
 
 
 def connect(kubeconfig: str = "", context: str = "") -> Any:
-    """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings.
-
-    Kubeconfig: ``kubeconfig`` (a path), else ``K8S_AUTH_KUBECONFIG``, ``KUBECONFIG``, ``~/.kube/config``; context:
-    ``context``, else (only without ``kubeconfig``) ``K8S_AUTH_CONTEXT``; inside a pod with none of these, the pod's
-    service account. ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are refused rather than
-    half-honoured, so reads never reach another cluster than the modules' writes. TLS verification follows the
-    kubeconfig, as kubectl does; it is never turned off here.
-    """
+    """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings (the
+    target_cluster doc fragment says which; inside a pod with none of them, the pod's service account).
+    ``K8S_AUTH_HOST``/``K8S_AUTH_API_KEY`` without a kubeconfig are refused rather than half-honoured, so reads never
+    reach another cluster than the modules' writes."""
     try:
         from kubernetes import config
         from kubernetes.dynamic import DynamicClient
@@ -36,8 +32,6 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
     if not path and (os.environ.get("K8S_AUTH_HOST") or os.environ.get("K8S_AUTH_API_KEY")):
         raise KubeReadError("K8S_AUTH_HOST/K8S_AUTH_API_KEY are not used for reads on the controller: "
                             "give the cluster as a kubeconfig (K8S_AUTH_KUBECONFIG or the role's kubeconfig variable)")
-    # K8S_AUTH_CONTEXT names a context of the environment's kubeconfig: with a kubeconfig given it could pick
-    # another cluster of that file (or none), so only the file's own current context applies then.
     context = context or ("" if kubeconfig else os.environ.get("K8S_AUTH_CONTEXT") or "")
     _remove_key_files_at_exit(config)
     try:
@@ -116,24 +110,6 @@ def get(client: Any, path: str, what: str, **params: Any) -> Any:
         raise KubeReadError(f"reading {what} failed: {reason(error)}") from None
 
 
-def _resource(client: Any, api_version: str, kind: str) -> Any | None:
-    """The API resource serving ``kind``, or None when the cluster does not serve it (no CRD yet)."""
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
-
-    try:
-        return client.resources.get(api_version=api_version, kind=kind)
-    except (ResourceNotFoundError, ResourceNotUniqueError):
-        return None
-
-
-def serves(client: Any, api_version: str, kind: str) -> bool:
-    """Whether the cluster serves ``kind`` (a CRD's kind once the CRD is installed); KubeReadError if it cannot tell."""
-    try:
-        return _resource(client, api_version, kind) is not None
-    except Exception as error:
-        raise KubeReadError(f"discovering {kind} ({api_version}) failed: {reason(error)}") from None
-
-
 def read(client: Any, ref: dict[str, Any]) -> Any:
     """One object (or None) when ``ref`` names one, else the list of matching objects.
 
@@ -141,17 +117,17 @@ def read(client: Any, ref: dict[str, Any]) -> Any:
     for namespaced kinds) or ``namespace`` / ``label_selector`` / ``field_selector`` for a list.
     A kind the cluster does not serve reads as absent (None or []), like an object not created yet.
     """
-    from kubernetes.dynamic.exceptions import NotFoundError
+    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError, ResourceNotUniqueError
 
     metadata = ref.get("metadata") or {}
     name = metadata.get("name") or ref.get("name")
     namespace = metadata.get("namespace") or ref.get("namespace")
     try:
-        resource = _resource(client, ref["apiVersion"], ref["kind"])
+        resource = client.resources.get(api_version=ref["apiVersion"], kind=ref["kind"])
+    except (ResourceNotFoundError, ResourceNotUniqueError):  # not served (no CRD yet)
+        return None if name else []
     except Exception as error:  # discovery failed after connect(): the cluster stopped answering, or refuses us
         raise KubeReadError(f"cannot reach the cluster at {_host(client.client)}: {reason(error)}") from None
-    if resource is None:
-        return None if name else []
     if not resource.namespaced:
         namespace = None
     what = f"{ref['kind']} {namespace + '/' if namespace else ''}{name or '(list)'}"

@@ -1,15 +1,7 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""The preflight: what the target cluster must offer before the first component installs.
-
-``check`` turns what the ``servingstack_preflight`` lookup read of the cluster, with the install plan, into the
-problems and warnings its DOCUMENTATION lists. The Kubernetes floor is the newest lower bound of the planned charts'
-``kubeVersion`` constraints (``CHART_KUBE_VERSIONS``); the API groups come from ``API_NEEDS``; ownership from
-``ownership``. The load-balancer warning is a heuristic: a cluster whose Nodes show no cloud provider (no
-``spec.providerID``, no ``ExternalIP``) often has no load-balancer controller either, and the Gateway would get no
-address; it can be wrong both ways (MetalLB on bare metal; kind sets a provider ID without a load balancer), so it
-only warns.
-"""
+"""The preflight: ``check`` turns what the ``servingstack_preflight`` lookup read of the target cluster, with the
+install plan, into the problems and warnings its DOCUMENTATION lists."""
 
 from __future__ import annotations
 
@@ -126,7 +118,9 @@ def api_problems(plan: Iterable[dict[str, Any]], api_group_list: dict[str, Any])
 
 
 def load_balancer_warning(plan: Iterable[dict[str, Any]], nodes: list[dict[str, Any]]) -> str | None:
-    """Why the gateway may get no address (a warning), or None."""
+    """Why the gateway may get no address, or None: only a warning, as no provider ID nor ExternalIP on the Nodes
+    often means no load-balancer controller, but not always (MetalLB on bare metal; kind sets a provider ID without
+    a load balancer)."""
     if not any(BY_NAME[component["name"]].ingress for component in plan if component.get("name") in BY_NAME):
         return None
     if any((node.get("spec") or {}).get("providerID")
