@@ -67,8 +67,7 @@ extends_documentation_fragment:
 requirements:
   - python >= 3.11
   - kubernetes >= 24.2.0 (Python client)
-  - PyYAML
-  - cryptography (validates client CA certificates in specs)
+  - jsonschema, cel-python, PyYAML, cryptography (to validate specs as M(modelplane.serving.servingstack_spec) does)
 notes:
   - The inventory file's name must end in C(servingstacks.yml) or C(servingstacks.yaml).
   - With O(cache) the CRs as listed are cached (validation runs again on every load); C(--flush-cache) re-reads
@@ -176,7 +175,6 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except ImportError as error:
             raise AnsibleParserError(f"{self.NAME} needs the kubernetes Python client: {error}") from None
         auth, client = self.auth_options(), None
-        # One list request per namespace; none lists every namespace.
         namespaces = list(dict.fromkeys(name for name in self.get_option("namespaces") if name)) or [None]
         try:
             client = get_api_client(**auth)
