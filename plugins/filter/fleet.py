@@ -10,17 +10,13 @@ from typing import Any
 
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
 
-# The group the modelplane.serving.servingstacks inventory puts every ServingStack in, and the group of the lane hosts
-# site.yml adds (roles/servingstack/tasks/handoff.yml), which are never clusters.
-FLEET_GROUP = "servingstacks"
-LANES_GROUP = "servingstack_lanes"
-
 
 def servingstack_cluster_hosts(groups: Mapping[str, Any], pattern: str | None = None) -> str:
     """The host pattern of the clusters a playbook converges: ``pattern`` (-e servingstack_hosts) if given, else every
-    ServingStack of the inventory plugin, else localhost (one spec); never a lane host of an earlier play."""
-    chosen = pattern or (FLEET_GROUP if FLEET_GROUP in groups else "localhost")
-    return f"{chosen}:!{LANES_GROUP}" if LANES_GROUP in groups else chosen
+    ServingStack of the inventory plugin (its group ``servingstacks``), else localhost (one spec); never a lane host
+    an earlier play added (group ``servingstack_lanes``, roles/servingstack/tasks/handoff.yml)."""
+    chosen = pattern or ("servingstacks" if "servingstacks" in groups else "localhost")
+    return f"{chosen}:!servingstack_lanes" if "servingstack_lanes" in groups else chosen
 
 
 def servingstack_status_summary(gateway_status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None = None,

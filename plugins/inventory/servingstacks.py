@@ -32,11 +32,6 @@ description:
     refuses in group names (such as C(-) and C(.)) become C(_), so namespace C(team-a) is group
     C(servingstack_namespace_team_a) and label C(team=ml-platform) with prefix C(label) is C(label_team_ml_platform).
   - >-
-    The cluster is reached with the C(kubernetes.core) connection options below; every option this file leaves
-    out is read from its C(K8S_AUTH_*) environment variable, as the C(kubernetes.core) modules read it (with
-    C(host) and C(api_key) both set, no kubeconfig is read at all; with nothing set, the pod's service account
-    inside a cluster, else C(KUBECONFIG) or C(~/.kube/config)).
-  - >-
     C(servingstack_management) holds the connection options this file sets that are not secrets (C(kubeconfig)
     when it is a path, C(context), C(host), C(validate_certs), C(ca_cert), C(client_cert) and C(client_key) as
     paths, C(proxy), C(no_proxy), C(impersonate_user), C(impersonate_groups)), so the converge reads each CR's
@@ -72,8 +67,7 @@ extends_documentation_fragment:
 requirements:
   - python >= 3.11
   - kubernetes >= 24.2.0 (Python client)
-  - PyYAML
-  - cryptography (validates client CA certificates in specs)
+  - jsonschema, cel-python, PyYAML, cryptography (to validate specs as M(modelplane.serving.servingstack_spec) does)
 notes:
   - The inventory file's name must end in C(servingstacks.yml) or C(servingstacks.yaml).
   - With O(cache) the CRs as listed are cached (validation runs again on every load); C(--flush-cache) re-reads
@@ -137,9 +131,7 @@ except ImportError:  # ansible-core before 2.19 templates every inventory string
         return value
 
 
-# Connection options a converge may reuse to reach the management cluster (read the CR's kubeconfig Secret, write
-# its status). Credentials (api_key, username, password, proxy_headers) and an inline kubeconfig mapping are never
-# copied: host variables show in `ansible-inventory --list`.
+# servingstack_management (DOCUMENTATION says why these and no others).
 MANAGEMENT_OPTIONS = ("kubeconfig", "context", "host", "validate_certs", "ca_cert", "client_cert", "client_key",
                       "proxy", "no_proxy", "impersonate_user", "impersonate_groups")
 
@@ -162,11 +154,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         strict = self.get_option("strict")
         management = management_settings(self.auth_options())
         for name, variables, groups in sorted((stack_host(item, management) for item in items), key=lambda h: h[0]):
-            self.inventory.add_host(name)
+            self._populate_host_vars([name], variables)
             for group in groups:
                 self.inventory.add_child(self.inventory.add_group(group), name)
-            for key, value in variables.items():
-                self.inventory.set_variable(name, key, value)
             hostvars = self.inventory.get_host(name).get_vars()
             self._set_composite_vars(self.get_option("compose"), hostvars, name, strict=strict)
             self._add_host_to_composed_groups(self.get_option("groups"), hostvars, name, strict=strict)
@@ -180,32 +170,29 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         """The ServingStacks of the management cluster, as listed."""
         try:
             from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+            from kubernetes.client import Configuration
             from kubernetes.dynamic.exceptions import ResourceNotFoundError
         except ImportError as error:
             raise AnsibleParserError(f"{self.NAME} needs the kubernetes Python client: {error}") from None
-        auth = self.auth_options()
-        try:
-            client = get_api_client(**auth)
-        except Exception as error:  # config errors and failed discovery alike: say where, never a traceback
-            where = failed_server(auth, os.environ, loaded_server())
-            raise AnsibleParserError(f"{self.NAME}: cannot connect to the management cluster {where}: "
-                                     f"{kubeclient.reason(error)}") from None
-        # One list request per namespace; none lists every namespace.
+        auth, client = self.auth_options(), None
         namespaces = list(dict.fromkeys(name for name in self.get_option("namespaces") if name)) or [None]
         try:
+            client = get_api_client(**auth)
             resource = client.resources.get(api_version=API_VERSION, kind=KIND)
             listed = [item for namespace in namespaces for item in resource.get(
                 namespace=namespace, label_selector=self.get_option("label_selector")).to_dict()["items"]]
         except ResourceNotFoundError:
             reason = (f"it does not serve {KIND} ({API_VERSION}): apply "
                       "crds/servingstacks.infrastructure.modelplane.ai.yaml to the management cluster first")
-        except Exception as error:
+        except Exception as error:  # config errors, failed discovery, refused requests: say where, never a traceback
             reason = kubeclient.reason(error)
         else:
             # The API leaves apiVersion and kind out of list items.
             return [{"apiVersion": API_VERSION, "kind": KIND, **item} for item in listed]
-        raise AnsibleParserError(f"{self.NAME}: cannot list ServingStacks on the management cluster at "
-                                 f"{client.configuration.host}: {reason}")
+        # Without a client, the server of the kubeconfig the kubernetes client loaded, if it got that far.
+        where = f"at {client.configuration.host}" if client else failed_server(
+            auth, os.environ, Configuration.get_default_copy().host or "")
+        raise AnsibleParserError(f"{self.NAME}: cannot list ServingStacks on the management cluster {where}: {reason}")
 
 
 def _mapping(value: object) -> dict[str, Any]:
@@ -251,25 +238,12 @@ def management_settings(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def failed_server(auth: dict[str, Any], environ: Mapping[str, str], loaded: str = "") -> str:
-    """Which management cluster a failed connection was for, as ``at <server>`` or ``of the kubeconfig <path>``.
-
-    ``host`` (the option, else K8S_AUTH_HOST) wins, as in kubernetes.core; else ``loaded``, the server of the
-    kubeconfig the client loaded before discovery failed (the client's default ``http://localhost`` when none
-    was loaded), with the kubeconfig's path.
-    """
+    """Which management cluster a failed connection was for: ``at <host>`` (the option, else K8S_AUTH_HOST, wins as in
+    kubernetes.core), else ``at <loaded> (kubeconfig <path>)``, ``loaded`` the server of the kubeconfig the client
+    loaded (``http://localhost`` when none was), else ``of the kubeconfig <path>``."""
     host = auth.get("host") or environ.get("K8S_AUTH_HOST")
     if host:
         return f"at {host.rstrip('/')}"
     path = auth.get("kubeconfig") or environ.get("K8S_AUTH_KUBECONFIG") or environ.get("KUBECONFIG")
     where = f"kubeconfig {path}" if isinstance(path, str) and path else "default kubeconfig"
     return f"at {loaded} ({where})" if loaded and loaded != "http://localhost" else f"of the {where}"
-
-
-def loaded_server() -> str:
-    """The server of the kubeconfig the kubernetes client loaded last (its default configuration), or ""."""
-    try:
-        from kubernetes.client import Configuration
-
-        return Configuration.get_default_copy().host or ""
-    except Exception:  # no kubernetes client: nothing was loaded
-        return ""

@@ -8,7 +8,8 @@ kubernetes.core of the execution environment).
 awx.awx is not installable here (Galaxy is unreachable and the `ansible` package on PyPI does not carry it),
 so awx_setup.yml runs against a stand-in awx.awx written into a temporary collections path: one module per
 awx.awx module the playbook calls, accepting exactly that module's options (as awx.awx's argument_spec
-names them) and recording each call. That checks the playbook's option names, order and no_log, not AWX.
+names them) and recording each call. That checks the options the vars' items give each module, the order and
+no_log, not AWX.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ AWX_OPTIONS = {
                  "new_name", "organization", "rrule", "scm_branch", "skip_tags", "state", "timeout",
                  "unified_job_template", "verbosity"],
 }
+# The defaults of those options that awx_setup.yml relies on (its items leave them out).
+AWX_DEFAULTS = {"state": "present", "wait": True}
 AWX_CONNECTION_OPTIONS = ["controller_host", "controller_username", "controller_password", "controller_oauthtoken",
                           "validate_certs", "request_timeout", "controller_config_file"]
 
@@ -91,10 +94,11 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 OPTIONS = {options!r}
+DEFAULTS = {defaults!r}
 
 
 def main():
-    spec = {{option: dict(type="raw") for option in OPTIONS}}
+    spec = {{option: dict(type="raw", default=DEFAULTS.get(option)) for option in OPTIONS}}
     for secret in ("controller_password", "controller_oauthtoken"):
         spec[secret]["no_log"] = True
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
@@ -552,7 +556,8 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
     modules = root / "ansible_collections" / "awx" / "awx" / "plugins" / "modules"
     modules.mkdir(parents=True)
     for name, options in AWX_OPTIONS.items():
-        (modules / f"{name}.py").write_text(STAND_IN_MODULE.format(name=name, options=options + AWX_CONNECTION_OPTIONS))
+        (modules / f"{name}.py").write_text(STAND_IN_MODULE.format(
+            name=name, options=options + AWX_CONNECTION_OPTIONS, defaults=AWX_DEFAULTS))
     return root
 
 
@@ -667,6 +672,15 @@ def test_awx_setup_without_a_chart_mirror_makes_no_mirror_credential_and_attache
     # One an earlier run made goes: the vars say there is no mirror.
     assert credentials[MIRROR]["state"] == "absent" and credentials[MANAGEMENT].get("state", "present") == "present"
     assert all(params["credentials"] == [MANAGEMENT] for params in by_module["job_template"])
+
+
+def test_awx_setup_refuses_an_item_key_its_module_does_not_take(stand_in: Path, tmp_path: Path, awx: dict):
+    schedule = {**awx["controller_schedules"][0], "extra_vars": {"servingstack_adopt": True}}
+    result, calls = _playbook(stand_in, tmp_path, "-e", json.dumps({"controller_schedules": [schedule]}),
+                              **_login(tmp_path))
+    assert result.returncode != 0
+    assert "Unsupported parameters" in result.stdout and "extra_vars" in result.stdout, result.stdout + result.stderr
+    assert [call["module"] for call in calls].count("schedule") == 0 and len(calls) > 0
 
 
 @pytest.mark.parametrize(("mirror_env", "message"), [

@@ -309,6 +309,26 @@ def test_a_cluster_without_the_crd_is_refused_naming_the_server(monkeypatch, tmp
         reading_plugin(monkeypatch, tmp_path, {}, None)
 
 
+def test_a_cluster_it_cannot_connect_to_is_refused_naming_the_server(monkeypatch, tmp_path):
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s import client as k8s_client
+
+    class ConnectionFailure(Exception):
+        reason = "Connection refused"
+
+    def refuse(**auth):
+        raise ConnectionFailure(f"pool says no, with {auth['api_key']}")
+
+    monkeypatch.setattr(k8s_client, "get_api_client", refuse)
+    path = tmp_path / "refused.servingstacks.yml"
+    path.write_text(yaml.safe_dump({"plugin": "modelplane.serving.servingstacks", "host": "https://203.0.113.9:6443/",
+                                    "api_key": SECRET}))
+    plugin = inventory_loader.get("modelplane.serving.servingstacks")
+    with pytest.raises(AnsibleParserError) as refused:
+        plugin.parse(InventoryData(), DataLoader(), str(path), cache=False)
+    assert str(refused.value) == ("modelplane.serving.servingstacks: cannot list ServingStacks on the management "
+                                  "cluster at https://203.0.113.9:6443: Connection refused")
+
+
 def test_the_plugin_takes_only_servingstacks_files(tmp_path):
     plugin = inventory_loader.get("modelplane.serving.servingstacks")
     for name in ("fleet.servingstacks.yml", "servingstacks.yaml"):
