@@ -101,6 +101,7 @@ _raw:
       sample: "the LoadBalancer Service envoy-gateway-system/envoy-x of the Gateway has no ingress address: ..."
 """
 
+import contextlib
 from typing import Any
 
 from ansible.errors import AnsibleLookupError
@@ -115,29 +116,26 @@ def _ref(api_version: str, kind: str, name: str, namespace: str) -> dict[str, An
 class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
         self.set_options(var_options=variables, direct=kwargs)
-        options = {name: self.get_option(name) for name in (
-            "kubeconfig", "context", "hostname", "ca", "gateway_name", "gateway_namespace", "ca_name",
-            "ca_configmap_namespace", "ca_secret_namespace")}
-        name, namespace = options["gateway_name"], options["gateway_namespace"]
+        options = self.get_options()
+        name, namespace, ca_name = options["gateway_name"], options["gateway_namespace"], options["ca_name"]
         try:
             client = kubeclient.connect(options["kubeconfig"], options["context"])
             gateway = kubeclient.read(client, _ref("gateway.networking.k8s.io/v1", "Gateway", name, namespace))
             address, services, ca = status.gateway_address(gateway), [], None
             if address is None and gateway is not None:
                 # Only to say why the address is pending: a caller who may not list Services still gets the status.
-                try:
+                with contextlib.suppress(kubeclient.KubeReadError):
                     services = kubeclient.read(client, {"apiVersion": "v1", "kind": "Service", "label_selector": (
                         f"gateway.envoyproxy.io/owning-gateway-name={name},"
                         f"gateway.envoyproxy.io/owning-gateway-namespace={namespace}")})
-                except kubeclient.KubeReadError:
-                    services = []
             if options["ca"] == "always" or (options["ca"] == "auto" and options["hostname"]):
-                ca = status.ca_from_configmap(kubeclient.read(client, _ref(
-                    "v1", "ConfigMap", options["ca_name"], options["ca_configmap_namespace"])))
+                ca = status.ca_certificate(kubeclient.read(client, _ref(
+                    "v1", "ConfigMap", ca_name, options["ca_configmap_namespace"])))
                 if ca is None:
-                    ca = status.ca_from_secret(kubeclient.read(client, _ref(
-                        "v1", "Secret", options["ca_name"], options["ca_secret_namespace"])))
+                    ca = status.ca_certificate(kubeclient.read(client, _ref(
+                        "v1", "Secret", ca_name, options["ca_secret_namespace"])), encoded=True)
         except kubeclient.KubeReadError as error:
             raise AnsibleLookupError(f"servingstack_status: {error}") from None
-        found = status.gateway_status(address, ca)
+        known = {key: value for key, value in (("address", address), ("caCertificate", ca)) if value}
+        found = {"gateway": known} if known else {}
         return [found if address else {**found, "pending": status.address_pending(gateway, services)}]

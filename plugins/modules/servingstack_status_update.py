@@ -15,8 +15,7 @@ author:
 description:
   - Sets the status of a C(ServingStack) (C(infrastructure.modelplane.ai/v1alpha1)) on the management
     cluster through its C(status) subresource (C(kubernetes.core.k8s) cannot write subresources).
-  - C(status.gateway) is O(status)'s C(gateway); keys it no longer has are removed. Without O(status) it is left
-    as it is.
+  - C(status.gateway) is O(status)'s C(gateway); keys it no longer has are removed.
   - With O(components) (the plan), also C(status.components), C(status.conditions) and
     C(status.observedGeneration). C(components) has one entry per planned component, in plan order, with its
     C(name), C(ready) and C(version) (the planned version once it converged; for one that did not, the version
@@ -29,14 +28,13 @@ description:
     C(GatewayAddressPending) and O(status)'s C(pending) as the message.
   - >-
     With O(stopped) (a converge that stopped), C(Ready) and C(Synced) are C(False) with a reason from O(stopped_at)
-    and the error, and O(stopped) summarised on one line, credentials removed, as their message;
-    C(status.observedGeneration) is written, C(status.gateway) left as it is without O(status). The reasons are
+    and the error, and O(stopped) summarised on one line, credentials removed, as their message. The reasons are
     C(InvalidSpec) (the spec module refused the ServingStack), C(CredentialsUnavailable) (the kubeconfig Secret or
     the identity's credential is missing or unusable, or the target cluster refused them), C(ClusterUnreachable)
     (the target's API server could not be reached, for a refused connection, DNS, TLS or a timeout),
     C(PreflightFailed) (the preflight refused the cluster) and C(ConvergeFailed) (anything else).
-  - Each condition's C(lastTransitionTime) is kept while its C(status) stays the same; C(observedGeneration) is
-    O(observed_generation), the generation of the ServingStack the run read.
+  - Each condition's C(lastTransitionTime) is kept while its C(status) stays the same; with the conditions,
+    C(status.observedGeneration) and each condition's C(observedGeneration) are O(observed_generation).
   - Reads the ServingStack, then writes its status only when it differs, and reports a change only then.
 options:
   name:
@@ -68,8 +66,7 @@ options:
     default: {}
   stopped:
     description:
-      - Why the converge stopped (the failed task's message). Sets C(Ready) and C(Synced) to C(False) whatever
-        O(components) and O(failed) say.
+      - Why the converge stopped (the failed task's message).
     type: str
   stopped_at:
     description:
@@ -158,18 +155,30 @@ pending:
 """
 
 import copy
+import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status as stack_status
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.status import status_update
+
+OPTIONS = {
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str", "required": True},
+    "status": {"type": "dict"},
+    "components": {"type": "list", "elements": "dict"},
+    "failed": {"type": "dict", "default": {}},
+    "stopped": {"type": "str"},
+    "stopped_at": {"type": "str", "default": "components",
+                   "choices": ["spec", "credentials", "preflight", "components", "status"]},
+    "observed_generation": {"type": "int"},
+}
 
 
 def main() -> None:
-    options = copy.deepcopy(AUTH_ARG_SPEC)
-    options.update(copy.deepcopy(stack_status.UPDATE_OPTIONS))
-    module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=options, supports_check_mode=True)
+    module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec={**copy.deepcopy(AUTH_ARG_SPEC), **OPTIONS},
+                              supports_check_mode=True)
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
 
     name, namespace = module.params["name"], module.params["namespace"]
@@ -180,8 +189,9 @@ def main() -> None:
         found = client.get(resource, name=name, namespace=namespace).to_dict()
     except Exception as error:  # the message names the object, never credentials
         module.fail_json(msg=f"cannot read {where}: {error}")
-    current_status = dict(found.get("status") or {})
-    result, patch = stack_status.status_update(current_status, module.params, stack_status.now(), diff=module._diff)
+    # A condition's lastTransitionTime: RFC 3339, UTC, seconds.
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (any Python 3)
+    result, patch = status_update(dict(found.get("status") or {}), module.params, now, diff=module._diff)
     if patch and not module.check_mode:
         try:
             resource.status.patch(body={"status": patch}, name=name, namespace=namespace,

@@ -91,6 +91,7 @@ def run_lookup(module, terms, **options):
     plugin = module.LookupModule()
     plugin.set_options = lambda var_options=None, direct=None: None
     plugin.get_option = lambda name, hostvars=None: values[name]
+    plugin.get_options = lambda hostvars=None: dict(values)
     return plugin.run(list(terms), variables={}, **options)
 
 

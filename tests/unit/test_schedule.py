@@ -97,15 +97,6 @@ def test_lanes_and_lane_hosts_name_their_stage_weight_and_plan_entries():
     assert hosts[1]["components"] == [entries[0], entries[1]] and hosts[1]["cluster"] == "team-a/gpu"
 
 
-def test_not_converged_names_each_failure_and_what_never_ran_in_plan_order():
-    entries = [entry("a"), entry("b", ("a",)), entry("c"), entry("d")]
-    outcomes = {"a": {"state": "failed", "msg": "boom"}, "b": {"state": "not attempted", "msg": "needs a"},
-                "c": {"state": "previewed", "msg": ""}}
-    assert schedule.not_converged(outcomes, entries) == {"a": "boom", "b": "needs a",
-                                                         "d": "did not run (see the run's output)"}
-    assert schedule.not_converged({name: {"state": "converged"} for name in "abcd"}, entries) == {}
-
-
 def test_site_has_a_stage_play_for_every_stage_any_plan_can_have():
     plays = yaml.safe_load(SITE.read_text())
     # A stage play's hosts: its group once the first play added it (else no host, without a warning).

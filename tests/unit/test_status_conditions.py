@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import status
 
 PLAN = [{"name": "cert_manager", "version": "v1.21.1"}, {"name": "trust_manager", "version": "v0.24.0"},
@@ -89,12 +92,85 @@ def test_error_summaries_redact_only_the_credential():
     assert status.error_summary("hash " + "ab12" * 12 + " then") == "hash <redacted> then"
 
 
-@pytest.mark.parametrize("prefix", ["The filter plugin 'modelplane.serving.servingstack_chart_values' failed: ",
-                                    "Task failed: The lookup plugin 'modelplane.serving.servingstack_objects' failed: ",
-                                    "Task failed: Action failed: "])
-def test_task_errors_lose_the_plugin_prefix_ansible_wraps_around_them(prefix):
-    said = "spec.secrets[0]: Secret platform/kc was not found on the management cluster"
-    assert status.task_error(prefix + said) == said
+ROLE = Path(__file__).resolve().parents[2] / "roles" / "servingstack"
+
+
+def role_template(expression: str, **variables) -> object:
+    """``expression`` rendered as the servingstack role's tasks see it, its vars/main.yml with ``variables``."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    loader = DataLoader()
+    constants = loader.load_from_file(str(ROLE / "vars" / "main.yml"), trusted_as_template=True)
+    return Templar(loader=loader, variables={**constants, **variables}).template(trust_as_template(expression))
+
+
+def rescue(path: str, task: str, fact: str) -> str:
+    """The expression a rescue of the role's ``path`` keeps ``fact`` with."""
+    found = []
+
+    def walk(tasks):
+        for entry in tasks:
+            if entry.get("name") == task:
+                found.append(entry["ansible.builtin.set_fact"][fact])
+            for key in ("block", "rescue", "always"):
+                walk(entry.get(key) or [])
+
+    walk(yaml.safe_load((ROLE / "tasks" / path).read_text()))
+    [expression] = found
+    return expression
+
+
+WRAPPED = ("Task failed: Action failed: Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: "
+           "Error while resolving value for 'component_objects_found': The lookup plugin "
+           "'modelplane.serving.servingstack_objects' failed: servingstack_objects: cannot reach\n  the cluster")
+
+
+@pytest.mark.parametrize(("path", "task", "fact"), [
+    ("main.yml", "Keep why the converge stopped, and where.", "servingstack_stopped"),
+    ("finish.yml", "Keep why the converge stopped after the components ran.", "servingstack_stopped"),
+    ("status_only.yml", "Keep why the status could not be read.", "servingstack_status_error"),
+])
+@pytest.mark.parametrize(("message", "kept"), [
+    (WRAPPED, "servingstack_objects: cannot reach the cluster"),
+    ("The filter plugin 'modelplane.serving.servingstack_chart_values' failed: spec.secrets[0]: Secret platform/kc "
+     "was not found", "spec.secrets[0]: Secret platform/kc was not found"),
+    ("Task failed: Action failed: invalid ServingStack:\n- spec.stack: is not one of",
+     "invalid ServingStack: - spec.stack: is not one of"),
+    ("helm failed:\n  Error: boom", "helm failed: Error: boom"),
+])
+def test_a_rescue_keeps_the_failed_tasks_message_on_one_line_without_ansibles_layers(path, task, fact, message, kept):
+    assert role_template(rescue(path, task, fact), ansible_failed_result={"msg": message}) == kept
+
+
+def test_a_failed_components_message_is_kept_the_same_way():
+    [component] = yaml.safe_load((ROLE / "tasks" / "present_component.yml").read_text())
+    [record] = [task for task in component["rescue"] if task["name"] == "Record why the component failed."]
+    failed = {"results": [{"failed": False}, {"failed": True, "msg": WRAPPED}], "msg": "One or more items failed"}
+    outcomes = role_template(record["ansible.builtin.set_fact"]["servingstack_outcomes"],
+                             ansible_failed_result=failed, servingstack_component_entry={"name": "lws"})
+    assert outcomes == {"lws": {"state": "failed", "msg": "servingstack_objects: cannot reach the cluster"}}
+
+
+def test_the_components_that_did_not_converge_are_named_with_why_in_plan_order():
+    [finish, *_rest] = yaml.safe_load((ROLE / "tasks" / "finish.yml").read_text())
+    [name] = [task for task in finish["block"] if task["name"] == "Name the components that did not converge, and why."]
+    plan = [{"name": name} for name in "abcde"]
+    own = {"a": {"state": "failed", "msg": "boom"}, "c": {"state": "previewed", "msg": ""}}
+    lane = {"b": {"state": "not attempted", "msg": "needs a"}, "e": {"state": "converged", "msg": ""}}
+
+    def failed(**variables):
+        from ansible.template import trust_as_template
+
+        outcomes = trust_as_template(name["vars"]["servingstack_not_converged"])
+        return role_template(name["ansible.builtin.set_fact"]["servingstack_failed"], servingstack_plan=plan,
+                             servingstack_not_converged=outcomes, **variables)
+
+    lanes = {"servingstack_lane_peers": ["lane"], "hostvars": {"lane": {"servingstack_outcomes": lane}}}
+    found = failed(servingstack_outcomes=own, **lanes)
+    assert list(found.items()) == [("a", "boom"), ("b", "needs a"), ("d", "did not run (see the run's output)")]
+    everything = {name: {"state": "converged", "msg": ""} for name in "abcde"}
+    assert failed(servingstack_outcomes=everything, hostvars={}) == {}
 
 
 def service(ingress=None, kind="LoadBalancer"):
@@ -121,9 +197,9 @@ def test_the_pending_address_says_why():
     assert "has no Service yet" in status.address_pending(gateway("True"), [])
 
 
-def test_camel_reasons():
-    assert status.camel("cert_manager") == "CertManager"
-    assert status.camel("nvidia_dra") == "NvidiaDra"
+def test_a_failed_components_reason_is_its_name_in_camel_case():
+    found = by_type(status.wanted_conditions([{"name": "nvidia_dra", "version": "v1"}], {"nvidia_dra": "x"}, None, ""))
+    assert found["Ready"]["reason"] == found["Synced"]["reason"] == "NvidiaDraFailed"
 
 
 def test_a_helm_error_list_is_kept_on_the_summary_line():
@@ -165,7 +241,7 @@ def test_a_pending_address_writes_why_the_lookup_says_it_is_pending():
 def test_a_gateway_key_no_longer_wanted_is_removed_and_others_left_alone():
     current = {"gateway": {"address": "203.0.113.10", "caCertificate": "x"}, "note": "someone else's"}
     _update, patch = status.status_update(current, {**PARAMS, "components": None}, NOW)
-    assert patch == {"gateway": {"caCertificate": None}}
+    assert patch == {"gateway": {"address": "203.0.113.10", "caCertificate": None}}
 
 
 # A converge that stopped before its components: where it stopped and its error give the reason.
@@ -202,17 +278,11 @@ def test_a_stopped_converge_gets_the_reason_of_where_and_why_it_stopped(stopped_
     assert status.stopped_reason(stopped_at, message) == reason
 
 
-def test_the_invalid_spec_reason_follows_the_spec_modules_message():
-    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import outcome
-
-    assert outcome.PREFIX == status.INVALID_SPEC
-    assert tuple(status.UPDATE_OPTIONS["stopped_at"]["choices"]) == status.STOPPED_AT
-
-
 def test_a_stopped_converge_is_not_ready_nor_synced_with_a_one_line_message_without_credentials():
     message = ("spec.secrets[1]: the GoogleApplicationCredentials key was refused: token=abc123def\n"
                "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----")
-    found = by_type(status.stopped_conditions("credentials", message))
+    params = {**PARAMS, "failed": {"cert_manager": "x"}, "stopped": message, "stopped_at": "credentials"}
+    found = by_type(status.status_update({}, params, NOW)[1]["conditions"])
     assert found["Ready"] == {**found["Synced"], "type": "Ready"}
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "CredentialsUnavailable")
     assert found["Ready"]["message"] == ("spec.secrets[1]: the GoogleApplicationCredentials key was refused: "

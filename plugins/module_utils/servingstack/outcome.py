@@ -9,8 +9,7 @@ from typing import Any
 
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, schedule, spec
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
-
-PREFIX = "invalid ServingStack:"
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.status import INVALID_SPEC as PREFIX
 
 
 def outcome(document: object, problems: list[Problem]) -> dict[str, Any]:

@@ -160,14 +160,3 @@ def lane_hosts(lanes_: list[dict[str, Any]], plan: list[dict[str, Any]], cluster
 def unmet_needs(outcomes: dict[str, Any], needs: list[str]) -> list[str]:
     """The ``needs`` that have not converged (or previewed, in check mode) by the recorded ``outcomes``."""
     return [need for need in needs if outcomes.get(need, {}).get("state") not in CONVERGED]
-
-
-def not_converged(outcomes: dict[str, Any], plan: list[dict[str, Any]]) -> dict[str, str]:
-    """Each component of ``plan`` that did not converge (or preview, in check mode), with why, in plan order.
-
-    ``outcomes`` maps a component's name to ``{"state": ..., "msg": ...}`` as the converge records it; a
-    component with none never ran (its host failed before it, or the run was interrupted)."""
-    missing = {"state": "missing", "msg": "did not run (see the run's output)"}
-    found = {entry["name"]: outcomes.get(entry["name"], missing) for entry in plan}
-    return {name: str(outcome.get("msg") or outcome["state"]) for name, outcome in found.items()
-            if outcome.get("state") not in CONVERGED}

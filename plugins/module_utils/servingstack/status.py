@@ -1,27 +1,25 @@
 # Copyright 2026 The modelplane.serving authors
 # Apache License 2.0 (see LICENSE)
-"""A ServingStack's status: ``status.gateway`` from the objects in the target cluster, the conditions, components and
-generation servingstack_status_update writes, and the one-line summaries of playbooks/status.yml.
+"""A ServingStack's status: ``status.gateway`` from the objects in the target cluster (the ``servingstack_status``
+lookup reads them), the conditions, components and generation servingstack_status_update writes, and the summary
+of playbooks/status.yml.
 
-Pure functions over API objects (dicts as the API returns them); the ``servingstack_status`` lookup fetches the
-objects.
+Pure functions over API objects (dicts as the API returns them).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import datetime
 import hashlib
 import re
 from typing import Any
 
-# The key of the CA certificate in the CA Secret and in the ConfigMap trust-manager publishes it to.
-CA_KEY = "ca.crt"
-
 # Limits of the ServingStack status schema.
 ADDRESS_MAX = 256
 CA_MAX = 16384
+# How the spec module's message starts when it refuses a ServingStack (outcome.py).
+INVALID_SPEC = "invalid ServingStack:"
 
 _CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+?-----END CERTIFICATE-----")
 
@@ -29,115 +27,32 @@ _CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+?
 def gateway_address(gateway: dict[str, Any] | None) -> str | None:
     """``status.addresses[0].value`` of a Gateway, or None before one is assigned."""
     addresses = ((gateway or {}).get("status") or {}).get("addresses") or []
-    if not addresses or not isinstance(addresses[0], dict):
-        return None
-    value = addresses[0].get("value")
-    if not isinstance(value, str) or not value or len(value) > ADDRESS_MAX:
-        return None
-    return value
-
-
-def certificates(text: str | None) -> list[str]:
-    """The PEM CERTIFICATE blocks in ``text`` (anything else, keys included, is dropped)."""
-    if not text:
-        return []
-    return [block.replace("\r\n", "\n") + "\n" for block in _CERTIFICATE.findall(text)]
+    first = next(iter(addresses), None)
+    value = first.get("value") if isinstance(first, dict) else None
+    return value if isinstance(value, str) and 0 < len(value) <= ADDRESS_MAX else None
 
 
 def first_certificate(text: str | None) -> str | None:
-    """The first PEM CERTIFICATE block in ``text``, or None."""
-    return next(iter(certificates(text)), None)
+    """The first PEM CERTIFICATE block in ``text``, or None (anything else, keys included, is never returned)."""
+    found = _CERTIFICATE.search(text or "")
+    return found.group(0).replace("\r\n", "\n") + "\n" if found else None
 
 
-def ca_from_configmap(configmap: dict[str, Any] | None, key: str = CA_KEY) -> str | None:
-    """The first certificate under ``data[key]`` of a ConfigMap."""
-    return first_certificate(((configmap or {}).get("data") or {}).get(key))
+def ca_certificate(source: dict[str, Any] | None, encoded: bool = False) -> str | None:
+    """The first certificate under ``data["ca.crt"]`` of a ConfigMap, or of a Secret (``encoded``: base64), if it
+    fits the status; never the Secret's ``tls.key``."""
+    text = ((source or {}).get("data") or {}).get("ca.crt")
+    if text and encoded:
+        try:
+            text = base64.b64decode(str(text), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+    found = first_certificate(text)
+    return found if found and len(found) <= CA_MAX else None
 
 
-def ca_from_secret(secret: dict[str, Any] | None, key: str = CA_KEY) -> str | None:
-    """The first certificate under ``data[key]`` (base64) of a Secret; never ``tls.key``."""
-    encoded = ((secret or {}).get("data") or {}).get(key)
-    if not encoded:
-        return None
-    try:
-        text = base64.b64decode(str(encoded), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    return first_certificate(text)
-
-
-def gateway_status(address: str | None, ca_certificate: str | None) -> dict[str, Any]:
-    """``{gateway: {address, caCertificate}}`` with the missing keys left out (``{}`` when both are)."""
-    gateway: dict[str, str] = {}
-    if address:
-        gateway["address"] = address
-    if ca_certificate and len(ca_certificate) <= CA_MAX:
-        gateway["caCertificate"] = ca_certificate
-    return {"gateway": gateway} if gateway else {}
-
-
-# ----------------------------------------------------------------------------- conditions and components
-# status.conditions follow metav1.Condition; status.components is one entry per planned component.
-
-READY = "Ready"
-SYNCED = "Synced"
-MESSAGE_MAX = 1024
-SUMMARY_MAX = 400
 LB_CONTROLLER_MISSING = (
     "the cluster has no load-balancer controller (a cloud provider's, MetalLB, cloud-provider-kind) to assign one")
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|$)", re.S)
-_BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
-# A setting's value: one run of characters up to a separator or a closing bracket. After a colon, where prose
-# follows as often as a value does, not one that opens a bracket ("token: [Errno 111] Connection refused" is a
-# message, not a token) nor a number of up to 3 digits (an HTTP status or errno: "secret: 404 Not Found").
-_SETTING = r"(?i)((?:password|passwd|token|secret|api[_-]?key|private[_-]?key|credentials?)[\"']?\s*"
-_VALUE = r"[^\s,;\"'})\]>]+"
-_SECRET_ASSIGNED = re.compile(_SETTING + r"=\s*[\"']?)" + _VALUE)
-_SECRET_LABELLED = re.compile(_SETTING + r":\s*[\"']?)" + r"(?![\[({<])(?!\d{1,3}(?![^\s,;\"'})\]>]))" + _VALUE)
-_FLAG = re.compile(r"(?i)(--(?:kube-)?(?:token|password)[= ])\S+")
-_BLOB = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
-_HEX = re.compile(r"[0-9a-fA-F]+")
-
-
-def _blob(match: re.Match[str]) -> str:
-    """A long run with a capital letter (base64 of anything random has some) or of hex digits is redacted; one of
-    lower case letters, digits and punctuation is a path, a URL or an object's name (DNS-1123), which stays."""
-    run = match.group(0)
-    hexadecimal = _HEX.fullmatch(run) is not None and any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
-    return "<redacted>" if hexadecimal or any(c.isupper() for c in run) else run
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def camel(name: str) -> str:
-    """``cert_manager`` -> ``CertManager`` (a condition reason is CamelCase)."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", name) if part)
-
-
-def error_summary(message: object, limit: int = SUMMARY_MAX) -> str:
-    """One line saying why a task failed, with anything that looks like a credential removed.
-
-    helm failures put helm's own error after ``stderr:``; that line is kept, with the list that follows a line
-    ending in a colon (helm's "3 errors occurred:" then "* ..." lines). PEM blocks, bearer tokens,
-    ``password=``/``token:``-style settings and long base64-looking runs become ``<redacted>``.
-    """
-    text = str(message or "")
-    if "stderr:" in text:
-        text = text.rsplit("stderr:", 1)[1]
-    text = _PEM.sub("<redacted>", text)
-    lines = [part.strip() for part in text.strip().splitlines()]
-    line = lines[0] if lines else ""
-    # helm's "N errors occurred:" (and any line ending in a colon) says why in the lines that follow.
-    for more in lines[1:]:
-        if (not line.endswith(":") and not more.startswith("*")) or not more:
-            break
-        line = f"{line} {more}"
-    line = line or "failed"
-    for pattern in (_BEARER, _FLAG, _SECRET_ASSIGNED, _SECRET_LABELLED):
-        line = pattern.sub(r"\1<redacted>", line)
-    return _clip(_BLOB.sub(_blob, line), limit)
 
 
 def address_pending(gateway: dict[str, Any] | None, services: list[dict[str, Any]]) -> str:
@@ -164,6 +79,84 @@ def address_pending(gateway: dict[str, Any] | None, services: list[dict[str, Any
     return f"the Gateway {where} is Programmed but reports no address yet"
 
 
+# ----------------------------------------------------------------------------- error summaries
+MESSAGE_MAX = 1024
+SUMMARY_MAX = 400
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|$)", re.S)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
+# A setting's value: one run of characters up to a separator or a closing bracket. After a colon, where prose
+# follows as often as a value does, not one that opens a bracket ("token: [Errno 111] Connection refused" is a
+# message, not a token) nor a number of up to 3 digits (an HTTP status or errno: "secret: 404 Not Found").
+_SETTING = r"(?i)((?:password|passwd|token|secret|api[_-]?key|private[_-]?key|credentials?)[\"']?\s*"
+_VALUE = r"[^\s,;\"'})\]>]+"
+_SECRET_ASSIGNED = re.compile(_SETTING + r"=\s*[\"']?)" + _VALUE)
+_SECRET_LABELLED = re.compile(_SETTING + r":\s*[\"']?)" + r"(?![\[({<])(?!\d{1,3}(?![^\s,;\"'})\]>]))" + _VALUE)
+_FLAG = re.compile(r"(?i)(--(?:kube-)?(?:token|password)[= ])\S+")
+_BLOB = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def _blob(match: re.Match[str]) -> str:
+    """A long run with a capital letter (base64 of anything random has some) or of hex digits is redacted; one of
+    lower case letters, digits and punctuation is a path, a URL or an object's name (DNS-1123), which stays."""
+    run = match.group(0)
+    hexadecimal = _HEX.fullmatch(run) is not None and any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+    return "<redacted>" if hexadecimal or any(c.isupper() for c in run) else run
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def error_summary(message: object) -> str:
+    """One line saying why a task failed, with anything that looks like a credential removed.
+
+    helm failures put helm's own error after ``stderr:``; that line is kept, with the list that follows a line
+    ending in a colon (helm's "3 errors occurred:" then "* ..." lines). PEM blocks, bearer tokens,
+    ``password=``/``token:``-style settings and long base64-looking runs become ``<redacted>``.
+    """
+    text = str(message or "")
+    if "stderr:" in text:
+        text = text.rsplit("stderr:", 1)[1]
+    text = _PEM.sub("<redacted>", text)
+    lines = [part.strip() for part in text.strip().splitlines()]
+    line = lines[0] if lines else ""
+    for more in lines[1:]:
+        if (not line.endswith(":") and not more.startswith("*")) or not more:
+            break
+        line = f"{line} {more}"
+    line = line or "failed"
+    for pattern in (_BEARER, _FLAG, _SECRET_ASSIGNED, _SECRET_LABELLED):
+        line = pattern.sub(r"\1<redacted>", line)
+    return _clip(_BLOB.sub(_blob, line), SUMMARY_MAX)
+
+
+# ----------------------------------------------------------------------------- conditions and components
+# status.conditions follow metav1.Condition; status.components is one entry per planned component.
+READY = "Ready"
+SYNCED = "Synced"
+# The target refused the credentials (401, or 403 to the converge's identity), or the client could not use them
+# (a kubeconfig that does not load, an exec credential plugin that failed).
+_REFUSED = re.compile(r"\b(?:Unauthorized|Forbidden)\b|cannot load the kubeconfig|\bexec(?: plugin)?:", re.I)
+# The target's API server did not answer: connection refused or reset, DNS, TLS, a timeout.
+_UNREACHABLE = re.compile(
+    r"cannot reach the cluster|Connection (?:refused|reset|aborted)|Remote end closed|No route to host|"
+    r"Network is unreachable|Name or service not known|nodename nor servname|name resolution|Failed to resolve|"
+    r"No address associated|getaddrinfo|\bSSL|certificate verify failed|timed out|Max retries exceeded", re.I)
+
+
+def stopped_reason(stopped_at: str, message: str) -> str:
+    """The condition reason of a converge that stopped at ``stopped_at`` with ``message`` (the reasons and the
+    places a converge stops are servingstack_status_update's ``stopped`` and ``stopped_at``)."""
+    if stopped_at == "spec":
+        return "InvalidSpec" if message.startswith(INVALID_SPEC) else "ConvergeFailed"
+    if stopped_at == "credentials" or _REFUSED.search(message):
+        return "CredentialsUnavailable"
+    if _UNREACHABLE.search(message):
+        return "ClusterUnreachable"
+    return "PreflightFailed" if stopped_at == "preflight" else "ConvergeFailed"
+
+
 def components_status(plan: list[dict[str, Any]], failed: dict[str, str],
                       previous: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """``[{name, version, ready}]`` in plan order: a converged component has its planned version; one that
@@ -182,65 +175,28 @@ def components_status(plan: list[dict[str, Any]], failed: dict[str, str],
     return found
 
 
-def _condition(kind: str, ok: bool, reason: str, message: str) -> dict[str, str]:
-    """``type``/``status``/``reason``/``message`` only; ``merge_conditions`` adds the rest."""
-    return {"type": kind, "status": str(ok), "reason": reason, "message": _clip(message, MESSAGE_MAX)}
-
-
 def wanted_conditions(plan: list[dict[str, Any]], failed: dict[str, str], address: str | None,
                       pending: str) -> list[dict[str, str]]:
-    """``Ready`` (every component converged and the gateway has an address) and ``Synced`` (every component
-    converged); ``pending`` says why there is no address."""
+    """``Ready`` and ``Synced`` (``type``, ``status``, ``reason``, ``message``; ``merge_conditions`` adds the rest).
+
+    A component that failed: both False, ``<Component>Failed`` for the first in plan order, the message naming each
+    with its error. Else Synced is True, and Ready True once the gateway has an ``address`` (``pending``: why not).
+    """
     names = [str(component["name"]) for component in plan]
     failures = [name for name in names if name in failed] + sorted(set(failed) - set(names))
     if failures:
+        # A condition's reason is CamelCase: cert_manager -> CertManagerFailed.
+        reason = "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", failures[0]) if part) + "Failed"
         message = "; ".join(f"{name}: {error_summary(failed[name])}" for name in failures)
-        return [_condition(kind, False, f"{camel(failures[0])}Failed", message) for kind in (READY, SYNCED)]
-    ready = (_condition(READY, True, "Available", f"every component converged and the gateway is at {address}")
-             if address else _condition(READY, False, "GatewayAddressPending", pending))
-    return [ready, _condition(SYNCED, True, "Converged", f"all {len(names)} components converged")]
+        return [_condition(kind, "False", reason, message) for kind in (READY, SYNCED)]
+    ready = (["True", "Available", f"every component converged and the gateway is at {address}"] if address
+             else ["False", "GatewayAddressPending", pending])
+    synced = ["True", "Converged", f"all {len(names)} components converged"]
+    return [_condition(READY, *ready), _condition(SYNCED, *synced)]
 
 
-# Where a converge can stop (the servingstack role's servingstack_stopped_at), in order: reading the spec; making the
-# target's credentials ready (its kubeconfig Secret, the cloud identity's token, the connection options); the
-# preflight, the first call to the target; the rest before the components are done (outside any one component);
-# reading the target's status once the components ran (the target stopped answering part-way).
-STOPPED_AT = ("spec", "credentials", "preflight", "components", "status")
-# The spec module's message when it refuses a ServingStack (outcome.PREFIX).
-INVALID_SPEC = "invalid ServingStack:"
-# The target refused the credentials (401, or 403 to the converge's identity), or the client could not use them
-# (a kubeconfig that does not load, an exec credential plugin that failed).
-_REFUSED = re.compile(r"\b(?:Unauthorized|Forbidden)\b|cannot load the kubeconfig|\bexec(?: plugin)?:", re.I)
-# The target's API server did not answer: connection refused or reset, DNS, TLS, a timeout.
-_UNREACHABLE = re.compile(
-    r"cannot reach the cluster|Connection (?:refused|reset|aborted)|Remote end closed|No route to host|"
-    r"Network is unreachable|Name or service not known|nodename nor servname|name resolution|Failed to resolve|"
-    r"No address associated|getaddrinfo|\bSSL|certificate verify failed|timed out|Max retries exceeded", re.I)
-
-
-def stopped_reason(stopped_at: str, message: str) -> str:
-    """The condition reason of a converge that stopped at ``stopped_at`` (one of STOPPED_AT) with ``message``.
-
-    ``InvalidSpec``: the spec module refused the ServingStack. ``CredentialsUnavailable``: the kubeconfig Secret or
-    the identity's credential is missing or unusable, or the target refused them. ``ClusterUnreachable``: the
-    target's API server could not be reached. ``PreflightFailed``: the preflight refused the cluster.
-    ``ConvergeFailed``: anything else (the live ServingStack could not be read, a wrong chart mirror setting...).
-    """
-    text = str(message or "")
-    if stopped_at == "spec":
-        return "InvalidSpec" if text.startswith(INVALID_SPEC) else "ConvergeFailed"
-    if stopped_at == "credentials" or _REFUSED.search(text):
-        return "CredentialsUnavailable"
-    if _UNREACHABLE.search(text):
-        return "ClusterUnreachable"
-    return "PreflightFailed" if stopped_at == "preflight" else "ConvergeFailed"
-
-
-def stopped_conditions(stopped_at: str, message: str) -> list[dict[str, str]]:
-    """``Ready`` and ``Synced``, both ``False`` with the reason (``stopped_reason``) and ``message`` summarised on
-    one line without credentials (``error_summary``)."""
-    return [_condition(kind, False, stopped_reason(stopped_at, message), error_summary(message))
-            for kind in (READY, SYNCED)]
+def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
+    return {"type": kind, "status": status, "reason": reason, "message": _clip(message, MESSAGE_MAX)}
 
 
 def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[str, str]], generation: int | None,
@@ -259,6 +215,49 @@ def merge_conditions(previous: list[dict[str, Any]] | None, wanted: list[dict[st
     return merged
 
 
+def status_update(current: dict[str, Any], params: dict[str, Any], now: str,
+                  diff: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the module's result, the JSON merge patch of ``status`` to write: empty when the status is as wanted).
+
+    The keys servingstack_status_update owns, from the status ``current`` and the module's ``params`` (its options
+    say which it writes when); ``now`` for a condition's transition time. A key left out is left as it is."""
+    plan, stopped, generation = params["components"], params.get("stopped"), params["observed_generation"]
+    stopped_at = params.get("stopped_at") or "components"
+    failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
+    wanted: dict[str, Any] = {}
+    result: dict[str, Any] = {}
+    if params["status"] is not None:
+        wanted["gateway"] = dict(params["status"].get("gateway") or {})
+    # Stopped before the components were done, nothing of the target was read: status.components stays as it is.
+    # Once they ran, what each came to is known, and the message names those that did not converge.
+    if plan is not None and (not stopped or stopped_at == "status"):
+        wanted["components"] = components_status(plan, failed, current.get("components"))
+    found = None
+    if stopped:
+        if stopped_at == "status" and failed:
+            stopped = f"{', '.join(failed)} did not converge, then {stopped}"
+        reason = stopped_reason(stopped_at, stopped)
+        found = [_condition(kind, "False", reason, error_summary(stopped)) for kind in (READY, SYNCED)]
+    elif plan is not None:
+        address = wanted.get("gateway", {}).get("address")
+        pending = (params["status"] or {}).get("pending") or "the Gateway has no address yet"
+        result["pending"] = "" if address else pending
+        found = wanted_conditions(plan, failed, address, result["pending"])
+    if found is not None:
+        wanted["conditions"] = merge_conditions(current.get("conditions"), found, generation, now)
+        if generation is not None:
+            wanted["observedGeneration"] = result["observed_generation"] = generation
+    before = {**current, "gateway": dict(current.get("gateway") or {})}
+    patch = {key: value for key, value in wanted.items() if before.get(key) != value}
+    if "gateway" in patch:  # a merge patch: the keys the gateway no longer has are removed
+        patch["gateway"] = {**dict.fromkeys(before["gateway"]), **patch["gateway"]}
+    result.update({"changed": bool(patch), "gateway": before["gateway"], **wanted})
+    result.pop("observedGeneration", None)
+    if diff:
+        result["diff"] = {"before": {key: current.get(key) for key in wanted}, "after": wanted}
+    return result, patch
+
+
 def ca_fingerprint(pem: str | None) -> str | None:
     """``SHA256:AB:CD:...`` of the first certificate in ``pem`` (as ``openssl x509 -fingerprint -sha256``), or None."""
     found = first_certificate(pem)
@@ -273,105 +272,15 @@ def ca_fingerprint(pem: str | None) -> str | None:
     return "SHA256:" + ":".join(digest[index:index + 2] for index in range(0, len(digest), 2))
 
 
-def summary(status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None,
-            error: str | None) -> dict[str, Any]:
-    """One cluster's line of ``playbooks/status.yml``: ``address``, ``ca_fingerprint``, ``ready`` and ``error``.
+def summary(status: dict[str, Any] | None, conditions: list[dict[str, Any]] | None = None,
+            error: str | None = None) -> dict[str, Any]:
+    """One cluster's summary in ``playbooks/status.yml`` (the ``servingstack_status_summary`` filter): ``address``,
+    ``ca_fingerprint``, ``ready`` and ``error``.
 
     ``ready`` is the ServingStack's Ready condition where the converge wrote one (True/False), else whether the
     gateway has an address; None when the status could not be read (``error`` says why)."""
     gateway = (status or {}).get("gateway") or {}
-    ready_condition = next((item for item in conditions or [] if item.get("type") == "Ready"), None)
-    if error:
-        ready = None
-    elif ready_condition is not None:
-        ready = ready_condition.get("status") == "True"
-    else:
-        ready = bool(gateway.get("address"))
+    ready = next((item.get("status") == "True" for item in conditions or [] if item.get("type") == READY),
+                 bool(gateway.get("address")))
     return {"address": gateway.get("address"), "ca_fingerprint": ca_fingerprint(gateway.get("caCertificate")),
-            "ready": ready, "error": error_summary(task_error(error)) if error else None}
-
-
-def summary_line(name: str, found: dict[str, Any]) -> str:
-    """``<name>: address <address|pending>, CA <fingerprint|->, Ready <True|False>`` or ``<name>: <error>``."""
-    if found.get("error"):
-        return f"{name}: cannot read the status: {found['error']}"
-    return (f"{name}: address {found.get('address') or 'pending'}, CA {found.get('ca_fingerprint') or '-'}, "
-            f"Ready {found.get('ready')}")
-
-
-_WRAPPERS = re.compile(
-    r"^(?:(?:Task|Action) failed: )*(?:Finalization of task args for '[^']+' failed: )?"
-    r"(?:Error while resolving value for '[^']+': )?(?:The (?:lookup|filter|test) plugin '[^']+' failed: )?")
-
-
-def task_error(message: object) -> str:
-    """A failed task's message on one line, without the layers Ansible wraps around a lookup's or a template's
-    error ("Task failed: Finalization of task args for 'set_fact' failed: Error while resolving value for ...")."""
-    text = " ".join(str(message or "").split())
-    return _WRAPPERS.sub("", text) or "failed"
-
-
-# The options of the servingstack_status_update module (besides kubernetes.core's connection options).
-UPDATE_OPTIONS: dict[str, dict[str, Any]] = {
-    "name": {"type": "str", "required": True},
-    "namespace": {"type": "str", "required": True},
-    "status": {"type": "dict"},
-    "components": {"type": "list", "elements": "dict"},
-    "failed": {"type": "dict", "default": {}},
-    "stopped": {"type": "str"},
-    "stopped_at": {"type": "str", "default": "components", "choices": list(STOPPED_AT)},
-    "observed_generation": {"type": "int"},
-}
-
-
-def now() -> str:
-    """The current time as a condition's ``lastTransitionTime`` (RFC 3339, UTC, seconds)."""
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017 (any Python 3)
-
-
-def status_update(current: dict[str, Any], params: dict[str, Any], now: str,
-                  diff: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the module's result, the JSON merge patch of ``status`` to write: empty when the status is as wanted).
-
-    The keys servingstack_status_update owns, from the status ``current`` and the module's ``params``; ``now`` for a
-    condition's transition time. ``gateway`` with ``status`` (a key it no longer has is removed); with ``stopped`` the
-    conditions and ``observedGeneration`` (stopped at ``status``, once the components ran, ``components`` too); else,
-    with ``components``, the conditions, ``components`` and ``observedGeneration``. A key left out is left as it is."""
-    wanted: dict[str, Any] = {}
-    result: dict[str, Any] = {}
-    if params["status"] is not None:
-        wanted["gateway"] = dict(params["status"].get("gateway") or {})
-    plan, message, generation = params["components"], params.get("stopped"), params["observed_generation"]
-    failed = {str(name): str(error) for name, error in (params["failed"] or {}).items()}
-    conditions = None
-    if message:
-        stopped_at = params.get("stopped_at") or "components"
-        # Once the components ran, what each came to is known and the message names those that did not converge;
-        # stopped before, nothing of the target was read and status.components stays as it is.
-        if stopped_at == "status" and plan is not None:
-            wanted["components"] = components_status(plan, failed, current.get("components"))
-            message = f"{', '.join(failed)} did not converge, then {message}" if failed else message
-        conditions = stopped_conditions(stopped_at, message)
-    elif plan is not None:
-        address = wanted.get("gateway", {}).get("address")
-        pending = (params["status"] or {}).get("pending") or "the Gateway has no address yet"
-        result["pending"] = "" if address else pending
-        conditions = wanted_conditions(plan, failed, address, result["pending"])
-        wanted["components"] = components_status(plan, failed, current.get("components"))
-    if conditions is not None:
-        wanted["conditions"] = merge_conditions(current.get("conditions"), conditions, generation, now)
-        if generation is not None:
-            wanted["observedGeneration"] = generation
-    patch = {key: value for key, value in wanted.items() if key != "gateway" and current.get(key) != value}
-    before = dict(current.get("gateway") or {})
-    if "gateway" in wanted:
-        gateway = {key: None for key in before if key not in wanted["gateway"]}
-        gateway.update({key: value for key, value in wanted["gateway"].items() if before.get(key) != value})
-        if gateway:
-            patch["gateway"] = gateway
-    result.update({"changed": bool(patch), "gateway": before, **wanted})
-    if "observedGeneration" in result:
-        result["observed_generation"] = result.pop("observedGeneration")
-    if diff:
-        result["diff"] = {"before": {key: current.get(key) for key in wanted}, "after": wanted}
-    return result, patch
+            "ready": None if error else ready, "error": error_summary(error) if error else None}
