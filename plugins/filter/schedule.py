@@ -9,26 +9,13 @@ from typing import Any
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schedule
 
 
-def servingstack_lane_hosts(lanes: list[dict[str, Any]], plan: list[dict[str, Any]],
-                            cluster: str) -> list[dict[str, Any]]:
-    """The inventory hosts that converge one cluster's lanes (servingstack_spec's ``lanes``) in site.yml."""
-    return schedule.lane_hosts(lanes, plan, cluster)
-
-
 def servingstack_not_converged(outcomes: dict[str, Any], plan: list[dict[str, Any]]) -> dict[str, str]:
     """The plan's components that did not converge, each with why (the converge's recorded outcomes)."""
     return schedule.not_converged(dict(outcomes or {}), plan)
 
 
-def servingstack_unmet_needs(outcomes: dict[str, Any], needs: list[str]) -> list[str]:
-    """The needs of a component that have not converged (or previewed) by the recorded outcomes."""
-    return schedule.unmet_needs(dict(outcomes or {}), list(needs or []))
-
-
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
-            "servingstack_lane_hosts": servingstack_lane_hosts,
             "servingstack_not_converged": servingstack_not_converged,
-            "servingstack_unmet_needs": servingstack_unmet_needs,
         }
