@@ -210,6 +210,10 @@ plan:
       type: list
       elements: str
       sample: []
+    ingress:
+      description: Whether requests enter the stack through the component (the gateway), which a teardown takes first.
+      type: bool
+      sample: false
 lanes:
   description:
     - How C(playbooks/site.yml) converges the plan in parallel. Each lane is an inventory host that converges

@@ -173,10 +173,8 @@ def run_logins(work: Path, mirror: Any, helm: Path, env: dict[str, str]) -> subp
     playbook = work / "login.yml"
     playbook.write_text(LOGIN_PLAY)
     variables = work / "vars.yml"
-    # What roles/component/tasks/main.yml sets: the mirror's logins, and releases whose charts use each of them.
-    variables.write_text(yaml.safe_dump({
-        "component_chart_logins": logins, "component_helm_binary": str(helm),
-        "component_releases": [{"chart_source": {"login": login["name"]}} for login in logins]}))
+    # What roles/component/tasks/main.yml sets: the component's charts, with the logins their releases use.
+    variables.write_text(yaml.safe_dump({"component_charts": {"logins": logins}, "component_helm_binary": str(helm)}))
     helm_home = {"HELM_REPOSITORY_CONFIG": str(work / "helm" / "repositories.yaml"),
                  "HELM_REPOSITORY_CACHE": str(work / "helm" / "cache"),
                  "HELM_REGISTRY_CONFIG": str(work / "helm" / "registry.json"),

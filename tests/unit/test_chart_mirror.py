@@ -17,7 +17,7 @@ def plan() -> list[dict]:
 
 def mirrored_plan(parsed: mirror.Mirror | None) -> list[dict]:
     """The plan with each component's releases taken from the mirror, as the component role does
-    (servingstack_mirrored_releases)."""
+    (through the servingstack_component lookup)."""
     return [{**entry, "releases": mirror.apply_releases(entry["releases"], parsed)} for entry in plan()]
 
 

@@ -117,6 +117,8 @@ def test_component_entry_without_a_spec_uses_the_defaults_and_accepts_a_manifest
 def test_unknown_components_and_bad_specs_are_named():
     with pytest.raises(AnsibleLookupError, match="'nope' is not a component"):
         component("nope")
+    with pytest.raises(AnsibleLookupError, match="a plan entry needs its name and releases"):
+        component({"name": "lws"})
     with pytest.raises(AnsibleLookupError, match=r"spec\.versions\.certManager"):
         component("cert_manager", spec={"versions": {"certManager": 5}})
 
@@ -141,6 +143,40 @@ def test_the_component_lookup_takes_a_live_crossplane_xr_and_envoy_gateway_v1_8_
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     [entry] = component("envoy_gateway", spec=live)
     assert entry["releases"][0]["version"] == "v1.8.0"
+
+
+def test_the_component_lookup_points_the_releases_at_the_mirror_with_their_values_and_logins():
+    mirror = {"url": "https://charts.example.internal/mp", "username": "robot", "password": "s3cret",
+              "charts": {"kai-scheduler": {"url": "oci://harbor.example.internal/mp"},
+                         "lws": {"url": "https://lws.example.internal", "username": "other", "password": "x"}}}
+    [entry] = component("grove_kai", spec={"stack": "Dynamo"}, chart_mirror=mirror,
+                        values={"grove-charts": {"replicaCount": 2}}, role_values={"kai-scheduler": {"a": {"b": 1}}})
+    kai, grove = entry["releases"]
+    assert (kai["chart_ref"], kai["chart_source"]["login"], kai["release_values"]) \
+        == ("oci://harbor.example.internal/mp/kai-scheduler", "", {"a": {"b": 1}})
+    assert grove["chart_ref"].endswith("/grove-charts") and grove["release_values"] == {"replicaCount": 2}
+    # Only the login the releases use: not the lws override's, not one for the OCI override (no credentials).
+    assert [(login["name"], login["password"]) for login in entry["logins"]] == [(grove["chart_source"]["login"],
+                                                                                  "s3cret")]
+    # A plan entry as the term gives the same, and applying the mirror twice is applying it once.
+    assert component(entry, chart_mirror=mirror, values={"grove-charts": {"replicaCount": 2}},
+                     role_values={"kai-scheduler": {"a": {"b": 1}}}) == [entry]
+    [plain] = component("lws")
+    assert plain["logins"] == [] and plain["releases"][0]["release_values"] == {}
+    assert "chart_source" not in plain["releases"][0]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"values": {"grove-chart": {}}}, r"^component_values\.grove-chart: no component installs a chart"),
+    ({"role_values": {"lws": {}}},
+     r"^roles/grove_kai/templates/values\.yaml\.j2: lws is not a chart of this component"),
+    ({"chart_mirror": {"url": "ftp://x", "password": "hunter2"}},
+     r"^servingstack_chart_mirror\.url: \"ftp://x\" is not a chart mirror URL.*username and password go together"),
+])
+def test_the_component_lookup_names_bad_values_and_mirror_settings(options, message):
+    with pytest.raises(AnsibleLookupError, match=message) as raised:
+        component("grove_kai", spec={"stack": "Dynamo"}, **options)
+    assert "hunter2" not in str(raised.value)
 
 
 @pytest.fixture(scope="module")

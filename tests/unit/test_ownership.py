@@ -153,12 +153,3 @@ def test_values_for_what_is_not_a_chart_are_refused_by_name(own, extra, message)
     with pytest.raises(ownership.ValuesError) as raised:
         ownership.chart_values(own, extra, GROVE_KAI, "roles/grove_kai/templates/values.yaml.j2")
     assert str(raised.value).startswith(message)
-
-
-def test_the_values_filter_names_a_bad_value_as_a_filter_error():
-    from ansible.errors import AnsibleFilterError
-    from ansible_collections.modelplane.serving.plugins.filter import helm
-
-    assert helm.servingstack_chart_values(None, {"lws": {"a": 1}}, None) == {}
-    with pytest.raises(AnsibleFilterError, match=r"^component_values\.grove-chart: no component installs"):
-        helm.servingstack_chart_values({}, {"grove-chart": {}}, GROVE_KAI)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import components, plan, spec
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import Chart, Component
@@ -81,6 +83,7 @@ def test_component_entry_shape():
             "crd_groups": ["cert-manager.io", "acme.cert-manager.io"],
         }],
         "manifests": [],
+        "ingress": False,
     }
 
 
@@ -219,29 +222,22 @@ SECRETS = [{"type": "Kubeconfig", "name": "kubeconfig", "key": "kubeconfig"}]
 
 
 def test_teardown_takes_the_ingress_down_first_then_the_rest_in_reverse_install_order():
-    from ansible_collections.modelplane.serving.plugins.filter.teardown import servingstack_teardown_order
-    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.teardown import teardown_order
+    """What the servingstack role's absent.yml and prune.yml loop over: the plan entries, reordered."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
 
+    tasks = Path(__file__).resolve().parents[2] / "roles" / "servingstack" / "tasks"
+    [absent, _prune] = DataLoader().load_from_file(str(tasks / "absent.yml"), trusted_as_template=True)
+    [_find, prune] = DataLoader().load_from_file(str(tasks / "prune.yml"), trusted_as_template=True)
     for stack in ("Standard", "Dynamo"):
         names = [component.name for component in plan.components_for(stack)]
         ingress = [component.name for component in plan.components_for(stack) if component.ingress]
         assert ingress == ["envoy_gateway"], "the table names the gateway as where requests enter"
-        assert teardown_order(names) == ingress + [name for name in reversed(names) if name not in ingress]
-        # The order given does not matter, only the table.
-        assert teardown_order(reversed(names)) == teardown_order(names)
-        # What the servingstack role loops over: the plan's entries, reordered.
-        entries = plan.build_plan(spec.defaulted_spec({"stack": stack, "secrets": SECRETS}))
-        assert [entry["name"] for entry in servingstack_teardown_order(entries)] == teardown_order(names)
-    assert teardown_order(["lws", "cert_manager"]) == ["lws", "cert_manager"]
-    # The other stack's components, as a converge prunes them, come out in the same order as the prune plan.
-    dynamo = spec.defaulted_spec({"stack": "Dynamo", "secrets": SECRETS})
-    pruned = plan.prune_plan(dynamo)
-    assert servingstack_teardown_order(pruned) == pruned
-
-
-def test_teardown_refuses_a_name_the_table_does_not_have():
-    from ansible.errors import AnsibleFilterError
-    from ansible_collections.modelplane.serving.plugins.filter.teardown import servingstack_teardown_order
-
-    with pytest.raises(AnsibleFilterError, match=r"not components of modelplane\.serving: ingress_controller"):
-        servingstack_teardown_order([{"name": "ingress_controller"}, {"name": "lws"}])
+        defaulted = spec.defaulted_spec({"stack": stack, "secrets": SECRETS})
+        entries = plan.build_plan(defaulted)
+        down = Templar(loader=DataLoader(), variables={"servingstack_plan": entries}).template(absent["loop"])
+        assert [entry["name"] for entry in down] == ingress + [name for name in reversed(names) if name not in ingress]
+        # The other stack's components, as a converge prunes them, in the prune plan's order.
+        pruned = plan.prune_plan(defaulted)
+        assert Templar(loader=DataLoader(), variables={"servingstack_prune_found": pruned}).template(prune["loop"]) \
+            == pruned

@@ -72,7 +72,7 @@ def _rendered_vars() -> dict[str, Any]:
     """The vars of the one task of modelplane.serving.component (the values by chart, the objects, the mirrored
     releases), templated when read, as Ansible templates them where the included tasks use them."""
     [task] = _component_tasks()
-    assert "component_chart_values" in task["vars"], "the component's values are rendered by its one task's vars"
+    assert "component_charts" in task["vars"], "the component's values are rendered by its one task's vars"
     return task["vars"]
 
 
@@ -108,7 +108,8 @@ def render(role: str, template: str, **extra: Any) -> list[dict[str, Any]]:
 
 def by_chart(role: str, **extra: Any) -> dict[str, dict[str, Any]]:
     """Chart name -> values, as modelplane.serving.component hands them to kubernetes.core.helm (present.yml)."""
-    return var(role, "component_chart_values", **extra)
+    releases = var(role, "component_charts", **extra)["releases"]
+    return {release["chart"]: release["release_values"] for release in releases}
 
 
 @cache
@@ -824,9 +825,9 @@ def test_the_component_name_is_the_role_that_imported_the_component_under_the_st
 
 
 def test_the_releases_get_the_values_the_component_renders_for_every_step():
-    """component_chart_values is rendered in one place, the vars of the include of present.yml or absent.yml, and
-    both kubernetes.core.helm (present.yml) and the CRD rendering of a teardown (uninstall.yml) take a release's values
-    from it by chart."""
+    """component_charts is rendered in one place, the vars of the include of present.yml or absent.yml, and both
+    kubernetes.core.helm (present.yml) and the CRD rendering of a teardown (uninstall.yml) loop over its releases and
+    take each one's values."""
     [task] = _component_tasks()
     assert task["ansible.builtin.include_tasks"] == "{{ component_state }}.yml"
     for step in ("present", "absent", "uninstall", "login"):
@@ -834,5 +835,5 @@ def test_the_releases_get_the_values_the_component_renders_for_every_step():
                     if name in _rendered_vars()], f"{step}.yml renders nothing again"
     for step, module in (("present.yml", "kubernetes.core.helm"), ("uninstall.yml", "kubernetes.core.helm_template")):
         [task] = [task for task in _yaml(COMPONENT / "tasks" / step) if module in task]
-        assert task[module]["release_values"] == "{{ component_chart_values[component_release.chart] | default({}) }}"
-        assert task["loop"] == "{{ component_releases }}"
+        assert task[module]["release_values"] == "{{ component_release.release_values }}"
+        assert task["loop"] == "{{ component_charts.releases }}"

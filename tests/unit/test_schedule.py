@@ -87,14 +87,39 @@ def test_a_component_with_slack_starts_late_when_that_shortens_the_converge():
     assert schedule.estimate(entries) == 4 == schedule.critical_path(entries)
 
 
-def test_lanes_and_lane_hosts_name_their_stage_weight_and_plan_entries():
+def role_tasks(name: str) -> list[dict]:
+    """A task file of the servingstack role, its strings trusted as templates, as Ansible loads it."""
+    from ansible.parsing.dataloader import DataLoader
+
+    return DataLoader().load_from_file(str(SITE.parents[1] / "roles" / "servingstack" / "tasks" / name),
+                                       trusted_as_template=True)
+
+
+def templated(value, **variables):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    return Templar(loader=DataLoader(), variables=variables).template(value)
+
+
+def test_lanes_and_their_hosts_name_their_stage_weight_and_plan_entries():
     entries = [entry("a"), entry("b", ("a",)), entry("c", releases=3)]
     lanes = schedule.lanes(entries)
     assert lanes == [{"stage": 1, "components": ["c"], "weight": 3},
                      {"stage": 1, "components": ["a", "b"], "weight": 2}]
-    hosts = schedule.lane_hosts(lanes, entries, "team-a/gpu")
-    assert [host["name"] for host in hosts] == ["team-a/gpu/c", "team-a/gpu/a"]
-    assert hosts[1]["components"] == [entries[0], entries[1]] and hosts[1]["cluster"] == "team-a/gpu"
+    # handoff.yml: the cluster's lanes, each on a host <cluster>/<first component> with its plan entries.
+    [note, add] = role_tasks("handoff.yml")
+    cluster = {"servingstack_lanes": lanes, "servingstack_plan": entries, "inventory_hostname": "team-a/gpu"}
+    noted = templated(note["ansible.builtin.set_fact"], **cluster)
+    assert noted["servingstack_lane_peers"] == ["team-a/gpu/c", "team-a/gpu/a"]
+    hostvars = {"team-a/gpu": {**cluster, **noted, "group_names": ["servingstacks"]}}
+    lane_hosts = templated(add["loop"], ansible_play_hosts=["team-a/gpu"], hostvars=hostvars)
+    hosts = [templated(add["ansible.builtin.add_host"], servingstack_lane_host=lane, hostvars=hostvars,
+                       ansible_playbook_python="python3") for lane in lane_hosts]
+    assert [host["name"] for host in hosts] == noted["servingstack_lane_peers"]
+    assert hosts[1]["servingstack_converge_list"] == [entries[0], entries[1]]
+    assert hosts[1]["servingstack_cluster"] == "team-a/gpu"
+    assert hosts[1]["groups"] == ["servingstack_lanes", "servingstack_stage_1", "servingstacks"]
 
 
 def test_site_has_a_stage_play_for_every_stage_any_plan_can_have():
@@ -149,6 +174,8 @@ def test_any_plan_gets_a_valid_schedule_no_shorter_than_its_critical_path_nor_lo
 
 
 def test_unmet_needs_are_the_needs_not_converged_nor_previewed():
+    [converge] = role_tasks("present_component.yml")
     outcomes = {"a": {"state": "converged"}, "b": {"state": "previewed"}, "c": {"state": "failed", "msg": "x"}}
-    assert schedule.unmet_needs(outcomes, ["a", "b", "c", "d"]) == ["c", "d"]
-    assert schedule.unmet_needs({}, []) == []
+    for needs, unmet in ((["a", "b", "c", "d"], ["c", "d"]), ([], [])):
+        assert templated(converge["vars"]["servingstack_unmet_needs"], servingstack_known_outcomes=outcomes,
+                         servingstack_component_entry={"needs": needs}) == unmet

@@ -3,8 +3,8 @@
 """The one table of serving-stack components.
 
 This is the only place that knows a component's charts, repositories, namespaces, version
-keys, stacks and dependencies. The plan (``plan.py``), the teardown order (``teardown.py``), the
-``servingstack`` role and the tests all read it; nothing else repeats these facts.
+keys, stacks and dependencies. The plan (``plan.py``), the ``servingstack`` role and the tests all read it;
+nothing else repeats these facts.
 
 Facts come from ``shared/upstream/README.md`` (chart names, OCI references, namespaces) and
 from the ServingStack reference (version keys, stacks).

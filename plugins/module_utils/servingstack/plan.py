@@ -100,6 +100,7 @@ def component_entry(component: Component, spec: dict) -> dict:
         "needs": list(component.needs) + [name for name, path in component.needs_if if resolve(spec, path)],
         "releases": [release_entry(chart, spec) for chart in component.charts],
         "manifests": [manifest.name for manifest in component.manifests if applies(manifest, spec)],
+        "ingress": component.ingress,
     }
 
 

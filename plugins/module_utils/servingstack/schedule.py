@@ -143,20 +143,3 @@ def estimate(plan: list[dict[str, Any]]) -> int:
     """The helm waits the stages take, one after another: each stage as long as its longest lane."""
     weights = _weights(plan)
     return sum(max(sum(weights[name] for name in lane) for lane in stage) for stage in stages(plan))
-
-
-CONVERGED = frozenset({"converged", "previewed"})
-
-
-def lane_hosts(lanes_: list[dict[str, Any]], plan: list[dict[str, Any]], cluster: str) -> list[dict[str, Any]]:
-    """The inventory hosts of one cluster's lanes (``lanes(plan)``): ``name`` (``<cluster>/<first component>``),
-    ``stage``, ``weight``, ``cluster`` and ``components`` (their plan entries, in converge order)."""
-    entries = {entry["name"]: entry for entry in plan}
-    return [{"name": f"{cluster}/{lane['components'][0]}", "stage": lane["stage"], "weight": lane["weight"],
-             "cluster": cluster, "components": [entries[name] for name in lane["components"]]}
-            for lane in lanes_]
-
-
-def unmet_needs(outcomes: dict[str, Any], needs: list[str]) -> list[str]:
-    """The ``needs`` that have not converged (or previewed, in check mode) by the recorded ``outcomes``."""
-    return [need for need in needs if outcomes.get(need, {}).get("state") not in CONVERGED]
