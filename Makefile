@@ -82,7 +82,7 @@ ee-context: $(STAMP) ## Build the collection tarball and the EE's build context 
 	$(BIN)/ansible-galaxy collection build --force --output-path build/ee
 	$(BIN)/ansible-builder create -f execution-environment.yml --context $(EE_CONTEXT) --output-filename Containerfile
 
-ee: ee-context ## Build the EE image with podman or docker: make ee EE_TAG=registry.example.com/modelplane/serving-ee:0.2.0
+ee: ee-context ## Build the EE image with podman or docker: make ee EE_TAG=registry.example.com/modelplane/serving-ee:0.1.0
 	$(BIN)/ansible-builder build -f execution-environment.yml --context $(EE_CONTEXT) --output-filename Containerfile \
 	  --tag $(EE_TAG) $(if $(EE_RUNTIME),--container-runtime $(EE_RUNTIME))
 
