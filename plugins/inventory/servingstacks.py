@@ -32,6 +32,10 @@ description:
     refuses in group names (such as C(-) and C(.)) become C(_), so namespace C(team-a) is group
     C(servingstack_namespace_team_a) and label C(team=ml-platform) with prefix C(label) is C(label_team_ml_platform).
   - >-
+    Options this file leaves out are read from their C(K8S_AUTH_*) variables, as the C(kubernetes.core) modules
+    read them: with C(host) and C(api_key) both set no kubeconfig is read; with nothing set, the pod's service
+    account inside a cluster, else C(KUBECONFIG) or C(~/.kube/config).
+  - >-
     C(servingstack_management) holds the connection options this file sets that are not secrets (C(kubeconfig)
     when it is a path, C(context), C(host), C(validate_certs), C(ca_cert), C(client_cert) and C(client_key) as
     paths, C(proxy), C(no_proxy), C(impersonate_user), C(impersonate_groups)), so the converge reads each CR's

@@ -145,7 +145,8 @@ class LookupModule(LookupBase):
         self.set_options(var_options=variables, direct=kwargs)
         terms = [term for given in terms for term in (given if isinstance(given, list) else [given])]
         for term in terms:
-            if isinstance(term, dict) and not isinstance(term.get("releases"), list):
+            if isinstance(term, dict) and not (isinstance(term.get("name"), str)
+                                               and isinstance(term.get("releases"), list)):
                 raise AnsibleLookupError("servingstack_component: a plan entry needs its name and releases")
             if not isinstance(term, dict) and str(term) not in BY_NAME:
                 known = ", ".join(sorted(BY_NAME))

@@ -149,7 +149,7 @@ def template(
     out = helm(
         env,
         "template",
-        table.release,
+        components.RELEASE_PREFIX + table.name,
         _tgz(repo, chart, version),
         "--namespace",
         table.namespace,
@@ -268,7 +268,7 @@ def test_workload_images_default_to_app_version(
 def test_nfd_worker_tolerates_gpu_nodes_with_collection_values(
     chart_repo: Any, helm_env: dict[str, str], tmp_path: Path
 ) -> None:
-    release = _table_chart("node-feature-discovery").release
+    release = components.RELEASE_PREFIX + _table_chart("node-feature-discovery").name
     docs = render_collection(chart_repo, helm_env, tmp_path, "node-feature-discovery", "0.18.3")
     worker = one(docs, "DaemonSet", f"{release}-worker")
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in (
@@ -305,10 +305,11 @@ def test_dra_kubelet_plugin_mounts_the_driver_root(chart_repo: Any, helm_env: di
 def test_dra_refuses_gpus_without_the_override(chart_repo: Any, helm_env: dict[str, str], tmp_path: Path) -> None:
     table = _table_chart("dra-driver-nvidia-gpu")
     tgz = _tgz(chart_repo, "dra-driver-nvidia-gpu", "0.4.0")
-    result = helm(helm_env, "template", table.release, tgz, "--namespace", table.namespace, check=False)
+    release = components.RELEASE_PREFIX + table.name
+    result = helm(helm_env, "template", release, tgz, "--namespace", table.namespace, check=False)
     assert result.returncode != 0 and "gpuResourcesEnabledOverride=true" in result.stderr
     values = _values_file(tmp_path, collection_values("dra-driver-nvidia-gpu"))
-    result = helm(helm_env, "template", table.release, tgz, "--namespace", "default", "-f", values, check=False)
+    result = helm(helm_env, "template", release, tgz, "--namespace", "default", "-f", values, check=False)
     assert result.returncode != 0 and "allowDefaultNamespace=true" in result.stderr
 
 
@@ -348,7 +349,7 @@ def test_dra_device_class_api_version_comes_from_the_cluster(
 
 def test_dra_admission_policy_and_service_accounts(chart_repo: Any, helm_env: dict[str, str], tmp_path: Path) -> None:
     docs = render_collection(chart_repo, helm_env, tmp_path, "dra-driver-nvidia-gpu", "0.4.0")
-    release = _table_chart("dra-driver-nvidia-gpu").release
+    release = components.RELEASE_PREFIX + _table_chart("dra-driver-nvidia-gpu").name
     policy = one(docs, "ValidatingAdmissionPolicy", "resourceslices-policy-dra-driver-nvidia-gpu")["spec"]
     namespace = _table_chart("dra-driver-nvidia-gpu").namespace
     # Upstream's condition names <fullname>-service-account (no -kubeletplugin suffix); kept as upstream has it.
@@ -452,7 +453,7 @@ def test_kube_version_constraint_is_upstreams(
         old = helm(
             helm_env,
             "template",
-            table.release,
+            components.RELEASE_PREFIX + table.name,
             _tgz(chart_repo, chart, version),
             "--namespace",
             table.namespace,
@@ -486,7 +487,7 @@ def test_envoy_gateway_config_has_the_ai_gateway_extension(
     assert config["gateway"]["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
     deployment = one(docs, "Deployment", "envoy-gateway")
     assert deployment["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"] == "envoy-gateway-config"
-    certgen = one(docs, "Job", f"{_table_chart('gateway-helm').release}-certgen")
+    certgen = one(docs, "Job", f"{components.RELEASE_PREFIX + _table_chart('gateway-helm').name}-certgen")
     assert certgen["metadata"]["annotations"]["helm.sh/hook"] == "pre-install, pre-upgrade"
     # The crds subchart ships Envoy Gateway and experimental Gateway API CRDs in its crds/ (not in the manifest).
     assert not find(docs, "CustomResourceDefinition")
@@ -512,7 +513,7 @@ def test_ai_gateway_controller_service_is_what_envoy_gateway_calls(
 def test_kube_prometheus_stack_without_grafana_and_alertmanager(
     chart_repo: Any, helm_env: dict[str, str], tmp_path: Path
 ) -> None:
-    release = _table_chart("kube-prometheus-stack").release
+    release = components.RELEASE_PREFIX + _table_chart("kube-prometheus-stack").name
     docs = render_collection(chart_repo, helm_env, tmp_path, "kube-prometheus-stack", "72.6.2")
     assert not find(docs, "Alertmanager")
     assert not [d for d in docs if "grafana" in d["metadata"]["name"]]
@@ -556,7 +557,7 @@ def test_cert_manager_crds_are_templates_kept_with_crds_keep(
     )
     assert all(KEEP not in (c["metadata"].get("annotations") or {}) for c in find(unkept, "CustomResourceDefinition"))
     assert not find(template(chart_repo, helm_env, tmp_path, "cert-manager", version, {}), "CustomResourceDefinition")
-    release = _table_chart("cert-manager").release
+    release = components.RELEASE_PREFIX + _table_chart("cert-manager").name
     assert {d["metadata"]["name"] for d in find(docs, "Deployment")} == {
         release,
         f"{release}-webhook",
@@ -583,7 +584,7 @@ def test_lws_v0_7_0_templates_its_crd_without_keep(chart_repo: Any, helm_env: di
     crd = one(docs, "CustomResourceDefinition", "leaderworkersets.leaderworkerset.x-k8s.io")
     assert KEEP not in (crd["metadata"].get("annotations") or {})
     assert not [n for n in chart_files(chart_repo, "lws", "v0.7.0") if n.startswith("lws/crds/")]
-    assert one(docs, "Deployment", f"{_table_chart('lws').release}-controller-manager")
+    assert one(docs, "Deployment", f"{components.RELEASE_PREFIX + _table_chart('lws').name}-controller-manager")
 
 
 @pytest.mark.parametrize("version", ["v0.8.0", "v0.9.0"])

@@ -84,7 +84,7 @@ def _install(
     return _helm(
         handle,
         "install",
-        chart.release,
+        charts.components.RELEASE_PREFIX + chart.name,
         str(archive),
         "--namespace",
         chart.namespace,
@@ -120,7 +120,8 @@ def installed(cluster: ClusterHandle, chart_repo: Any) -> Iterator[ClusterHandle
 
 @pytest.mark.parametrize("chart", TABLE, ids=IDS)
 def test_chart_is_deployed_with_its_workloads_ready(installed: ClusterHandle, chart: Any) -> None:
-    status = json.loads(_helm(installed, "status", chart.release, "-n", chart.namespace, "-o", "json").stdout)
+    release = charts.components.RELEASE_PREFIX + chart.name
+    status = json.loads(_helm(installed, "status", release, "-n", chart.namespace, "-o", "json").stdout)
     assert status["info"]["status"] == "deployed"
     manifest = [d for d in yaml.safe_load_all(status.get("manifest", "")) if isinstance(d, dict)]
     workloads = [

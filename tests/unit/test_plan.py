@@ -241,3 +241,7 @@ def test_teardown_takes_the_ingress_down_first_then_the_rest_in_reverse_install_
         pruned = plan.prune_plan(defaulted)
         assert Templar(loader=DataLoader(), variables={"servingstack_prune_found": pruned}).template(prune["loop"]) \
             == pruned
+        # Whatever order they come in, where requests enter goes first and the rest keep their order.
+        assert names.index("envoy_gateway") > 0
+        found = Templar(loader=DataLoader(), variables={"servingstack_prune_found": entries}).template(prune["loop"])
+        assert [entry["name"] for entry in found] == ingress + [name for name in names if name not in ingress]

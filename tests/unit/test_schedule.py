@@ -107,8 +107,11 @@ def test_lanes_and_their_hosts_name_their_stage_weight_and_plan_entries():
     lanes = schedule.lanes(entries)
     assert lanes == [{"stage": 1, "components": ["c"], "weight": 3},
                      {"stage": 1, "components": ["a", "b"], "weight": 2}]
-    # handoff.yml: the cluster's lanes, each on a host <cluster>/<first component> with its plan entries.
-    [note, add] = role_tasks("handoff.yml")
+    # main.yml: the cluster's lanes, each on a host <cluster>/<first component> with its plan entries.
+    [converge] = role_tasks("main.yml")
+    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
+    [note] = [task for task in target if "servingstack_lane_hosts" in task.get("ansible.builtin.set_fact", {})]
+    [add] = [task for task in target if "ansible.builtin.add_host" in task]
     cluster = {"servingstack_lanes": lanes, "servingstack_plan": entries, "inventory_hostname": "team-a/gpu"}
     noted = templated(note["ansible.builtin.set_fact"], **cluster)
     assert noted["servingstack_lane_peers"] == ["team-a/gpu/c", "team-a/gpu/a"]

@@ -27,7 +27,8 @@ def outcome(document: object, problems: list[Problem]) -> dict[str, Any]:
                    "errors": [asdict(problem) for problem in validation.errors], "ignored": validation.ignored,
                    "warnings": warnings}
         # A live ServingStack's generation, for the status that says why it was refused.
-        generation = ((document.get("metadata") if isinstance(document, dict) else None) or {}).get("generation")
+        metadata = document.get("metadata") if isinstance(document, dict) else None
+        generation = metadata.get("generation") if isinstance(metadata, dict) else None
         return {**refused, "generation": generation} if isinstance(generation, int) else refused
     manifest = validation.manifest
     components = plan.build_plan(manifest["spec"])
