@@ -440,18 +440,14 @@ def steps(**extra: Any) -> list[str]:
     taken = []
     for task in target:
         when = task.get("when")
-        if "ansible.builtin.add_host" in task:  # no `when`: it adds the lanes the hosts noted, if any
-            assert when is None
-        elif when is None or templar.template(trust_as_template("{{ " + when + " }}")):
-            facts = task.get("ansible.builtin.set_fact", {})
-            taken.append(task.get("ansible.builtin.include_tasks")
-                         or ("preflight" if "servingstack_preflight_found" in facts else "lanes"))
+        if when is None or templar.template(trust_as_template("{{ " + when + " }}")):
+            taken.append("preflight" if "ansible.builtin.set_fact" in task else task["ansible.builtin.include_tasks"])
     return taken
 
 
 def test_a_converge_checks_the_cluster_before_it_installs_anything():
     assert steps() == ["preflight", "present_component.yml"]
-    assert steps(servingstack_parallel=True) == ["preflight", "lanes"]
+    assert steps(servingstack_parallel=True) == ["preflight", "handoff.yml"]
 
 
 def test_the_preflight_runs_on_every_converge_turned_off_or_not_and_not_on_a_teardown():
@@ -463,7 +459,7 @@ def test_the_preflight_runs_on_every_converge_turned_off_or_not_and_not_on_a_tea
 def test_the_preflight_task_gives_the_lookup_the_plan_adopt_the_checks_and_the_target_cluster():
     [converge] = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
     [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
-    [task] = [task for task in target if "servingstack_preflight_found" in task.get("ansible.builtin.set_fact", {})]
+    [task] = [task for task in target if "ansible.builtin.set_fact" in task]
     call = " ".join(task["ansible.builtin.set_fact"]["servingstack_preflight_found"].split())
     assert call == ("{{ lookup('modelplane.serving.servingstack_preflight', plan=servingstack_plan, "
                     "adopt=servingstack_adopt | bool, cluster_checks=servingstack_preflight | bool, "

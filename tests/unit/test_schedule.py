@@ -107,11 +107,8 @@ def test_lanes_and_their_hosts_name_their_stage_weight_and_plan_entries():
     lanes = schedule.lanes(entries)
     assert lanes == [{"stage": 1, "components": ["c"], "weight": 3},
                      {"stage": 1, "components": ["a", "b"], "weight": 2}]
-    # main.yml: the cluster's lanes, each on a host <cluster>/<first component> with its plan entries.
-    [converge] = role_tasks("main.yml")
-    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
-    [note] = [task for task in target if "servingstack_lane_hosts" in task.get("ansible.builtin.set_fact", {})]
-    [add] = [task for task in target if "ansible.builtin.add_host" in task]
+    # handoff.yml: the cluster's lanes, each on a host <cluster>/<first component> with its plan entries.
+    [note, add] = role_tasks("handoff.yml")
     cluster = {"servingstack_lanes": lanes, "servingstack_plan": entries, "inventory_hostname": "team-a/gpu"}
     noted = templated(note["ansible.builtin.set_fact"], **cluster)
     assert noted["servingstack_lane_peers"] == ["team-a/gpu/c", "team-a/gpu/a"]
@@ -123,6 +120,17 @@ def test_lanes_and_their_hosts_name_their_stage_weight_and_plan_entries():
     assert hosts[1]["servingstack_converge_list"] == [entries[0], entries[1]]
     assert hosts[1]["servingstack_cluster"] == "team-a/gpu"
     assert hosts[1]["groups"] == ["servingstack_lanes", "servingstack_stage_1", "servingstacks"]
+
+
+def test_add_host_is_reached_only_through_the_parallel_include():
+    # The free strategy refuses a task that bypasses the host loop as soon as it reaches one, skipped or not: a play
+    # with strategy free that runs the role without the stages must never reach add_host.
+    tasks = SITE.parents[1] / "roles" / "servingstack" / "tasks"
+    assert [path.name for path in sorted(tasks.glob("*.yml")) if "add_host" in path.read_text()] == ["handoff.yml"]
+    [converge] = role_tasks("main.yml")
+    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
+    [handoff] = [task for task in target if task.get("ansible.builtin.include_tasks") == "handoff.yml"]
+    assert "servingstack_parallel" in handoff["when"]
 
 
 def test_site_has_a_stage_play_for_every_stage_any_plan_can_have():
