@@ -218,15 +218,35 @@ class KwokCluster:
                 self.double.wait(10)
             except subprocess.TimeoutExpired:
                 self.double.kill()
+        pids = self._recorded_pids()
         if self.bin_dir is not None and self.cluster_dir.exists():
             # OSError: the binaries were rebuilt under another key meanwhile; the pid files still say what to stop.
             with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                 self._kwokctl("delete", "cluster", check=False, timeout=120)
-        self._kill_leftovers()
+        if self.cluster_dir.exists():
+            # kwokctl delete did not finish (it removes the directory last): stop what it recorded ourselves.
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        # Even what kwokctl delete stopped may still be dying: it sends SIGKILL and cannot wait for a process that is
+        # not its child. Wait here until each has exited, so that nothing of this cluster outlives stop().
+        deadline = time.monotonic() + 30
+        while any(map(_alive, pids)) and time.monotonic() < deadline:
+            time.sleep(0.1)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def _kill_leftovers(self) -> None:
-        """Whatever kwokctl delete did not stop (it was killed half-way): every pid it recorded."""
+    def _recorded_pids(self) -> list[int]:
+        """Every process kwokctl started for this cluster, as its pid files say."""
+        pids = []
         for pid_file in (self.cluster_dir / "pids").glob("*.pid") if self.cluster_dir.exists() else ():
-            with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
-                os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+            with contextlib.suppress(ValueError, OSError):
+                pids.append(int(pid_file.read_text().strip()))
+        return pids
+
+
+def _alive(pid: int) -> bool:
+    """Running, that is: neither gone nor a zombie waiting for a parent that does not reap (PID 1 in a container)."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return False
