@@ -23,7 +23,6 @@ grows with the clusters (the fleet's less one cluster's, over the other clusters
 from __future__ import annotations
 
 import os
-import resource
 import statistics
 import sys
 import threading
@@ -33,7 +32,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from stack_support import SITE, UPSTREAM, example_plan, fleet_of, fleet_vars, helm_processes, releases
+from stack_support import SITE, UPSTREAM, cpu_seconds, example_plan, fleet_of, fleet_vars, helm_processes, releases
 
 pytestmark = [
     pytest.mark.bench,
@@ -51,13 +50,6 @@ NOOP_RUNS = 3
 CPU_TARGET = 1.2
 # How often the memory sampler reads /proc: a worker lives for a task (tens of ms and up), the main process a run.
 MEMORY_EVERY = 0.25
-
-
-def cpu_seconds() -> float:
-    """CPU (user + system) used so far by this process's waited-for children: ansible-playbook runs and what they
-    waited for (workers, modules, helm). The clusters, still running, are not counted, nor this process."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return children.ru_utime + children.ru_stime
 
 
 def parents() -> dict[int, int]:

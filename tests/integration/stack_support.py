@@ -6,6 +6,7 @@ import base64
 import contextlib
 import copy
 import json
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -247,3 +248,10 @@ def example_plan() -> list[dict[str, Any]]:
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, spec
 
     return plan.build_plan(spec.validate(yaml.safe_load(EXAMPLE.read_text())).manifest["spec"])
+
+
+def cpu_seconds() -> float:
+    """CPU (user + system) used so far by this process's waited-for children: ansible-playbook runs and what they
+    waited for (workers, modules, helm). The clusters, still running, are not counted, nor this process."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
