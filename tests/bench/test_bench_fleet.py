@@ -32,7 +32,17 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from stack_support import SITE, UPSTREAM, cpu_seconds, example_plan, fleet_of, fleet_vars, helm_processes, releases
+from stack_support import (
+    CORES,
+    SITE,
+    UPSTREAM,
+    cpu_seconds,
+    example_plan,
+    fleet_of,
+    fleet_vars,
+    helm_processes,
+    releases,
+)
 
 pytestmark = [
     pytest.mark.bench,
@@ -145,12 +155,11 @@ def fresh_floors(one_fresh_s: float, fleet_fresh_cpu: float) -> str:
     waits = sum(schedule.weight(entry) for entry in stack_plan)
     fork_floor = FLEET_SIZE * waits * READY_AFTER / FORKS
     path_floor = schedule.critical_path(stack_plan) * READY_AFTER
-    cores = os.cpu_count() or 1
-    cpu_floor = fleet_fresh_cpu / cores
+    cpu_floor = fleet_fresh_cpu / CORES
     return (f"fresh fleet floors: forks {FLEET_SIZE} x {waits} helm waits x {READY_AFTER:g}s / {FORKS} = "
             f"{fork_floor:.0f}s ({fork_floor / one_fresh_s:.2f}x one cluster's fresh converge, "
             f"{fork_floor / path_floor:.2f}x its critical path of {path_floor:.0f}s); "
-            f"CPU {fleet_fresh_cpu:.0f}s / {cores} cores = {cpu_floor:.0f}s "
+            f"CPU {fleet_fresh_cpu:.0f}s / {CORES} cores = {cpu_floor:.0f}s "
             f"({cpu_floor / one_fresh_s:.2f}x one cluster's fresh converge)")
 
 

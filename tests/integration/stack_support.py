@@ -6,6 +6,7 @@ import base64
 import contextlib
 import copy
 import json
+import os
 import resource
 import sys
 import time
@@ -248,6 +249,11 @@ def example_plan() -> list[dict[str, Any]]:
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, spec
 
     return plan.build_plan(spec.validate(yaml.safe_load(EXAMPLE.read_text())).manifest["spec"])
+
+
+# The cores this process may run on (its CPU affinity, which a container or CI runner may narrow below the machine's),
+# for the benchmarks' CPU floors: the CPU a run used / these cores.
+CORES = len(os.sched_getaffinity(0))
 
 
 def cpu_seconds() -> float:
