@@ -3,7 +3,7 @@
 ``chart_repo`` (session scope) builds every test chart once into a temporary directory with the real helm, serves
 that directory over HTTP on 127.0.0.1 (a random port, ``http.server`` in a daemon thread) and yields a ``ChartRepo``
 (``url``, ``directory``, ``charts``). The server stops at the end of the session, or after ``TEST_CHARTS_LIFETIME``
-seconds (default 3600) if the session outlives that, so a stuck run never leaves it behind.
+seconds (default 3 hours) if the session outlives that, so a stuck run never leaves it behind.
 
 ``shared_repo()`` does the same once per process for the playbook tests, the demo and the benchmarks (they point
 ``servingstack_chart_mirror`` at its URL); it stops at exit. Both skip, with the reason, only when
@@ -32,7 +32,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]
-DEFAULT_LIFETIME = 3600.0
+DEFAULT_LIFETIME = 3 * 3600.0
 
 
 def load_build() -> ModuleType:

@@ -406,6 +406,82 @@ def test_every_service_account_a_pod_runs_as_is_rendered(
             assert not account_phases, f"{key} is a hook but {doc['metadata']['name']} is not"
 
 
+def _pods(docs: list[dict[str, Any]], namespace: str) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(namespace, pod template labels, pod spec) of every workload the chart renders."""
+    return [
+        (doc["metadata"].get("namespace", namespace), doc["spec"]["template"]["metadata"].get("labels") or {}, spec)
+        for doc in docs
+        if (spec := _pod_spec(doc)) is not None
+    ]
+
+
+def _serves(spec: dict[str, Any], target: int | str) -> bool:
+    ports = [port for container in spec["containers"] for port in container.get("ports") or []]
+    return any(port.get("name") == target if isinstance(target, str) else port["containerPort"] == target
+               for port in ports)
+
+
+@pytest.mark.parametrize(("chart", "version", "app_version"), CHART_VERSIONS, ids=IDS)
+def test_every_service_selects_pods_that_declare_its_ports(
+    chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, chart: str, version: str, app_version: str
+) -> None:
+    """A Service routes to the pods its selector matches, on the container port its targetPort names or numbers
+    (the port itself when there is none): a Service of the chart that selects nothing, or a port no selected
+    container declares, would leave webhooks and clients with no endpoint."""
+    table = _table_chart(chart)
+    docs = render_collection(chart_repo, helm_env, tmp_path, chart, version)
+    pods = _pods(docs, table.namespace)
+    for service in find(docs, "Service"):
+        namespace = service["metadata"].get("namespace", table.namespace)
+        selector = service["spec"].get("selector") or {}
+        selected = [spec for ns, labels, spec in pods
+                    if ns == namespace and selector and selector.items() <= labels.items()]
+        assert selected, f"Service {service['metadata']['name']} selects no pod the chart renders: {selector}"
+        for port in service["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            assert all(_serves(spec, target) for spec in selected), (
+                f"Service {service['metadata']['name']} port {port['port']} -> {target}: not a declared container port"
+            )
+
+
+# Charts whose RBAC is rendered as upstream's (README.md); the others leave it out.
+RBAC_CHARTS = {"cert-manager", "trust-manager", "gateway-helm", "lws"}
+BUILT_IN_ROLES = {"cluster-admin", "admin", "edit", "view"}
+
+
+@pytest.mark.parametrize(("chart", "version", "app_version"), CHART_VERSIONS, ids=IDS)
+def test_rbac_binds_every_account_a_pod_runs_as(
+    chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, chart: str, version: str, app_version: str
+) -> None:
+    """Each binding refers to a role the chart renders (or a built-in one), each ServiceAccount subject of the
+    release's namespace is one it renders, and every account a pod runs as is bound to a role, as upstream: on the
+    test cluster the operators run as these accounts, so a permission the chart forgets is refused."""
+    table = _table_chart(chart)
+    docs = render_collection(chart_repo, helm_env, tmp_path, chart, version)
+    bindings = [*find(docs, "RoleBinding"), *find(docs, "ClusterRoleBinding")]
+    if chart not in RBAC_CHARTS:
+        assert not bindings and not find(docs, "ClusterRole") and not find(docs, "Role")
+        return
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+             for d in [*find(docs, "Role"), *find(docs, "ClusterRole")]}
+    accounts = {(d["metadata"].get("namespace", table.namespace), d["metadata"]["name"])
+                for d in find(docs, "ServiceAccount")}
+    bound = set()
+    for binding in bindings:
+        ref = binding["roleRef"]
+        namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
+        assert (ref["kind"], namespace, ref["name"]) in roles or ref["name"] in BUILT_IN_ROLES, binding["metadata"]
+        for subject in binding["subjects"]:
+            key = (subject.get("namespace"), subject["name"])
+            if subject["kind"] == "ServiceAccount" and key[0] == table.namespace:
+                assert key in accounts, f"{binding['metadata']['name']} binds {key}, which the chart does not render"
+                bound.add(key)
+    for namespace, _labels, spec in _pods(docs, table.namespace):
+        account = spec.get("serviceAccountName")
+        if account not in (None, "default"):
+            assert (namespace, account) in bound, f"pods run as {account}, which no role of the chart is bound to"
+
+
 @pytest.mark.parametrize(("chart", "version", "app_version"), CHART_VERSIONS, ids=IDS)
 def test_no_webhook_or_api_service_points_at_pods_that_do_not_run(
     chart_repo: Any, helm_env: dict[str, str], tmp_path: Path, chart: str, version: str, app_version: str
@@ -574,7 +650,8 @@ def test_trust_manager_with_collection_values(chart_repo: Any, helm_env: dict[st
     assert bundle["metadata"]["annotations"][KEEP] == "keep"
     args = one(docs, "Deployment", "trust-manager")["spec"]["template"]["spec"]["containers"][0]["args"]
     trust_namespace = components.BY_NAME["trust_manager"].namespace
-    assert f"--trust-namespace={trust_namespace}" in args and "--secret-targets-enabled=false" in args
+    # secretTargets.enabled is false: upstream then passes no --secret-targets-enabled flag (the default is off).
+    assert f"--trust-namespace={trust_namespace}" in args and not [a for a in args if "secret-targets" in a]
     assert one(docs, "Certificate", "trust-manager")["spec"]["issuerRef"]["name"] == "trust-manager"
     assert one(docs, "Issuer", "trust-manager")
 

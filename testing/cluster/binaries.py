@@ -6,6 +6,11 @@ another's: go.mod (k8s.io/kubernetes: kube-apiserver, kube-controller-manager, k
 etcd/go.mod (go.etcd.io/etcd/server/v3: etcd) and kwok/go.mod (sigs.k8s.io/kwok: kwok, kwokctl). The cache
 folder is keyed by a digest of those go.mod/go.sum files, the Go version and the build commands, so a changed pin
 builds anew and an unchanged one is never rebuilt. Standard library only: it runs before the virtualenv exists.
+
+The operators the charts deploy (trust-manager, Envoy Gateway, LWS, prometheus-operator, MetalLB's controller) are
+built the same way from one module each under operators/ (each builds with exactly the requirements of its own
+release), into a cache folder of their own with a key of their own: a changed operator pin never rebuilds the
+control plane, nor the other way round.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +43,34 @@ class Binary:
     module_dir: Path
     package: str
     ldflags: tuple[str, ...] = ()
+
+
+OPERATORS = HERE / "operators"
+# binary name -> (module folder under operators/, the module it builds from, its main package)
+OPERATOR_PACKAGES = {
+    "trust-manager": ("trust-manager", "github.com/cert-manager/trust-manager",
+                      "github.com/cert-manager/trust-manager/cmd/trust-manager"),
+    "envoy-gateway": ("envoy-gateway", "github.com/envoyproxy/gateway",
+                      "github.com/envoyproxy/gateway/cmd/envoy-gateway"),
+    "lws-controller": ("lws", "sigs.k8s.io/lws", "sigs.k8s.io/lws/cmd"),
+    "prometheus-operator": ("prometheus-operator", "github.com/prometheus-operator/prometheus-operator",
+                            "github.com/prometheus-operator/prometheus-operator/cmd/operator"),
+    "metallb-controller": ("metallb", "go.universe.tf/metallb", "go.universe.tf/metallb/controller"),
+}
+# The version variables each project's release build sets (their Makefiles; {version} is the tag, {bare} without
+# its "v", as each sets it), so that `--version` and what depends on it report the release: prometheus-operator
+# derives its default config-reloader image from it. MetalLB's and trust-manager's builds set only commit data.
+OPERATOR_VERSION_LDFLAGS = {
+    "envoy-gateway": ("github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion={version}",),
+    "lws-controller": ("sigs.k8s.io/lws/pkg/version.GitVersion={version}",),
+    "prometheus-operator": ("github.com/prometheus/common/version.Version={bare}",),
+}
+# Modules whose go.mod replaces modules of their own repository with local folders, which `go build` refuses in a
+# dependency's go.mod: ours repeats each replace at the version below (see sync_replaces).
+SYNCED_REPLACES = {
+    HERE: "k8s.io/kubernetes",
+    OPERATORS / "prometheus-operator": "github.com/prometheus-operator/prometheus-operator",
+}
 
 
 def fail(message: str) -> None:
@@ -108,31 +142,62 @@ def binaries() -> list[Binary]:
     ]
 
 
+def operator_versions() -> dict[str, str]:
+    """Each operator binary's release: the version its module requires (no download, no Go needed)."""
+    return {name: required_version(OPERATORS / folder, module)
+            for name, (folder, module, _package) in OPERATOR_PACKAGES.items()}
+
+
+def operator_binaries() -> list[Binary]:
+    versions = operator_versions()
+    return [Binary(name, OPERATORS / folder, package,
+                   tuple("-X " + flag.format(version=versions[name], bare=versions[name].lstrip("v"))
+                         for flag in OPERATOR_VERSION_LDFLAGS.get(name, ())))
+            for name, (folder, _module, package) in OPERATOR_PACKAGES.items()]
+
+
+def operator_modules() -> list[Path]:
+    return sorted({binary.module_dir for binary in operator_binaries()})
+
+
+def _cache_base() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "modelplane-serving"
+
+
 def cache_root() -> Path:
     if os.environ.get("MODELPLANE_CONTROL_PLANE_CACHE"):
         return Path(os.environ["MODELPLANE_CONTROL_PLANE_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "modelplane-serving" / "control-plane"
+    return _cache_base() / "control-plane"
 
 
-def cache_key(go_version: str, todo: list[Binary]) -> str:
+def operator_cache_root() -> Path:
+    if os.environ.get("MODELPLANE_OPERATOR_CACHE"):
+        return Path(os.environ["MODELPLANE_OPERATOR_CACHE"])
+    return _cache_base() / "operators"
+
+
+def _digest(go_version: str, modules: list[Path], todo: list[Binary], *extra: object) -> str:
     """What decides the binaries: the pins (go.mod, go.sum), the Go version and each build command."""
     digest = hashlib.sha256(go_version.encode())
-    for module_dir in MODULES:
+    for module_dir in modules:
         for name in ("go.mod", "go.sum"):
             digest.update((module_dir / name).read_bytes())
     digest.update(repr([(b.name, b.package, b.ldflags) for b in todo]).encode())
-    digest.update(repr(KWOK_STAGES).encode())
+    for item in extra:
+        digest.update(repr(item).encode())
     return digest.hexdigest()[:16]
 
 
-def build(target: Path, todo: list[Binary], quiet: bool) -> None:
-    say = (lambda *_: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    staging = target.with_name(target.name + ".partial")
-    (staging / "bin").mkdir(parents=True, exist_ok=True)
+def cache_key(go_version: str, todo: list[Binary]) -> str:
+    return _digest(go_version, list(MODULES), todo, KWOK_STAGES)
+
+
+def operator_cache_key(go_version: str, todo: list[Binary]) -> str:
+    return _digest(go_version, operator_modules(), todo)
+
+
+def _go_build(staging: Path, todo: list[Binary], say: Callable[[str], None]) -> None:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
-    started = time.monotonic()
-    say(f"building the test control plane into {target} (the first time takes long: Kubernetes is large)")
     for index, binary in enumerate(todo, 1):
         out = staging / "bin" / binary.name
         if out.exists():
@@ -146,47 +211,96 @@ def build(target: Path, todo: list[Binary], quiet: bool) -> None:
             fail(f"go build {binary.package} failed (exit {proc.returncode})")
         os.replace(str(out) + ".tmp", out)
         say(f"[{index}/{len(todo)}] {binary.name}: {time.monotonic() - step:.0f} s")
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
+    return (lambda *_: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+
+
+def build(target: Path, todo: list[Binary], quiet: bool, what: str,
+          finish: Callable[[Path], None] | None = None) -> None:
+    """Build ``todo`` into ``target``/bin through a staging folder (``finish`` adds to it), saying what is built."""
+    say = _say(quiet)
+    staging = target.with_name(target.name + ".partial")
+    (staging / "bin").mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    say(f"building {what} into {target}")
+    _go_build(staging, todo, say)
+    if finish:
+        finish(staging)
+    os.replace(staging, target)
+    say(f"{what} built in {time.monotonic() - started:.0f} s: {target / 'bin'}")
+
+
+def copy_kwok_stages(staging: Path) -> None:
     kwok_dir = Path(module_info(HERE / "kwok", "sigs.k8s.io/kwok")["Dir"])
     (staging / "stages").mkdir(exist_ok=True)
     for stage in KWOK_STAGES:
         shutil.copyfile(kwok_dir / stage, staging / "stages" / Path(stage).name)
-    os.replace(staging, target)
-    say(f"test control plane built in {time.monotonic() - started:.0f} s: {target / 'bin'}")
 
 
-def ensure_built(quiet: bool = False) -> Path:
-    """The cache folder holding bin/ and stages/ for the current pins, built first if need be."""
-    go_version = check_go()
-    todo = binaries()
-    root = cache_root()
-    target = root / cache_key(go_version, todo)
+def _ensure(root: Path, target: Path, make: Callable[[], None]) -> Path:
     if not target.is_dir():
         root.mkdir(parents=True, exist_ok=True)
         # One build at a time per machine: parallel test workers all ask for the binaries at start.
         with open(root / ".lock", "w", encoding="utf-8") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not target.is_dir():
-                build(target, todo, quiet)
-                # Earlier pins' binaries are dead weight (about 450 MB each): keep the current set only.
+                make()
+                # Earlier pins' binaries are dead weight (hundreds of MB each): keep the current set only.
                 for old in root.iterdir():
                     if old.is_dir() and old != target:
                         shutil.rmtree(old, ignore_errors=True)
     return target
 
 
+def ensure_built(quiet: bool = False) -> Path:
+    """The cache folder holding bin/ and stages/ for the current pins, built first if need be."""
+    go_version = check_go()
+    todo = binaries()
+    target = cache_root() / cache_key(go_version, todo)
+    what = "the test control plane (the first time takes long: Kubernetes is large)"
+    return _ensure(cache_root(), target, lambda: build(target, todo, quiet, what, copy_kwok_stages))
+
+
+def ensure_operators_built(quiet: bool = False) -> Path:
+    """The cache folder holding the operators' bin/ for the current operator pins, built first if need be."""
+    go_version = check_go()
+    todo = operator_binaries()
+    target = operator_cache_root() / operator_cache_key(go_version, todo)
+    return _ensure(operator_cache_root(), target, lambda: build(target, todo, quiet, "the operators"))
+
+
+def operator_bin_dir(quiet: bool = True) -> Path:
+    """The folder holding the operator binaries (OPERATOR_PACKAGES' names), built first if need be."""
+    return ensure_operators_built(quiet) / "bin"
+
+
+def local_replace_version(path: str, version: str) -> str:
+    """The released version of a module that ``path``'s go.mod replaces with a folder of its own repository:
+    Kubernetes tags its staging modules v0.<minor>.<patch> (v1.36.3 -> v0.36.3); other repositories tag their
+    nested modules with the release's own version."""
+    return "v0" + version[2:] if path == "k8s.io/kubernetes" else version
+
+
 def sync_replaces() -> None:
-    """Rewrite go.mod's replace block from k8s.io/kubernetes's own: each staging module at v0.<minor>.<patch>."""
-    kube = module_info(HERE, "k8s.io/kubernetes")
-    staging_version = "v0" + kube["Version"][2:]
-    upstream = Path(kube["GoMod"]).read_text()
-    block = re.search(r"^replace \((.*?)^\)", upstream, re.S | re.M)
-    if not block:
-        fail("k8s.io/kubernetes's go.mod has no replace block")
-    modules = re.findall(r"^\s*(\S+) => \./staging/src/\S+\s*$", block.group(1), re.M)
-    ours = (HERE / "go.mod").read_text()
-    new_block = "replace (\n" + "".join(f"\t{m} => {m} {staging_version}\n" for m in modules) + ")\n"
-    ours = re.sub(r"^replace \(.*?^\)\n", new_block, ours, flags=re.S | re.M) if "replace (" in ours \
-        else ours + "\n" + new_block
-    (HERE / "go.mod").write_text(ours)
-    subprocess.run(["go", "mod", "tidy"], cwd=HERE, check=True)
-    print(f"go.mod: {len(modules)} staging modules replaced at {staging_version}")
+    """Rewrite each SYNCED_REPLACES module's replace block from its dependency's own go.mod: every module that go.mod
+    replaces with a local folder, replaced by that module at its released version (never picked by hand)."""
+    for module_dir, path in SYNCED_REPLACES.items():
+        info = module_info(module_dir, path)
+        version = local_replace_version(path, info["Version"])
+        upstream = Path(info["GoMod"]).read_text()
+        block = re.search(r"^replace \((.*?)^\)", upstream, re.S | re.M)
+        if not block:
+            fail(f"{path}'s go.mod has no replace block")
+        modules = re.findall(r"^\s*(\S+) => \./\S+\s*$", block.group(1), re.M)
+        before = (module_dir / "go.mod").read_text()
+        new_block = "replace (\n" + "".join(f"\t{m} => {m} {version}\n" for m in modules) + ")\n"
+        ours = re.sub(r"^replace \(.*?^\)\n", new_block, before, flags=re.S | re.M) if "replace (" in before \
+            else before + "\n" + new_block
+        if ours != before:
+            # Only a changed module is tidied: tidying another would touch its go.sum, hence its cache key.
+            (module_dir / "go.mod").write_text(ours)
+            subprocess.run(["go", "mod", "tidy"], cwd=module_dir, check=True)
+        print(f"{module_dir / 'go.mod'}: {len(modules)} modules of {path} replaced at {version}"
+              + ("" if ours != before else " (unchanged)"))

@@ -35,8 +35,10 @@ VENV_BIN = REPO / ".venv" / "bin"
 RUN = Path(__file__).resolve().parent / "run"
 RECAP = re.compile(r"^(\S+)\s*:\s*((?:\w+=\d+\s*)+)$")
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
-# Requests that are not the test's: the control plane's own components, kwok, and the operator double.
-SYSTEM_AGENTS = ("kube-controller-manager", "kube-scheduler", "kube-apiserver", "kwok", "operator-double")
+# Requests that are not the test's: the control plane's own components, kwok, the operator double and the pod
+# runtime (runtime.py; the programs it runs authenticate as their ServiceAccounts: see is_completed_request).
+SYSTEM_AGENTS = ("kube-controller-manager", "kube-scheduler", "kube-apiserver", "kwok", "operator-double",
+                 "pod-runtime")
 START_TIMEOUT = float(os.environ.get("MODELPLANE_CLUSTER_START_TIMEOUT", "900"))
 
 
@@ -73,9 +75,16 @@ def parse_recap(stdout: str) -> dict[str, dict[str, int]]:
 
 def is_completed_request(event: dict[str, Any], everyone: bool = False) -> bool:
     """A completed request on a resource (not discovery, /version, /readyz), by the test's clients unless
-    ``everyone`` (then the control plane's and the operator double's too)."""
+    ``everyone`` (then the control plane's, the operator double's and the pods' too: a pod's program authenticates
+    as its ServiceAccount)."""
     return (event.get("stage") == "ResponseComplete" and bool((event.get("objectRef") or {}).get("resource"))
-            and (everyone or not str(event.get("userAgent", "")).startswith(SYSTEM_AGENTS)))
+            and (everyone or not (str(event.get("userAgent", "")).startswith(SYSTEM_AGENTS)
+                                  or str((event.get("user") or {}).get("username", "")).startswith(
+                                      "system:serviceaccount:"))))
+
+
+# The name of the ConfigMap `audit_events` reads (and never finds) to know when the log has caught up.
+AUDIT_MARKER = "audit-mark-"
 
 
 def count_requests(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -90,9 +99,19 @@ def count_requests(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"total": sum(verbs.values()), "verbs": dict(verbs), "resources": dict(resources)}
 
 
+# The Lease a converge holds on its target (docs/interrupted-runs.md): taking, renewing and releasing it is the run's
+# coordination with other runs, not a change of the stack, so the writes the tests judge leave it out.
+RUN_LEASE = "leases.coordination.k8s.io"
+
+
 def writes(requests: dict[str, Any]) -> dict[str, int]:
-    """The write verbs among `count_requests`' verbs."""
-    return {verb: n for verb, n in requests.get("verbs", {}).items() if verb in WRITE_VERBS}
+    """The write verbs among `count_requests`' requests, but for the run's Lease."""
+    counted: Counter[str] = Counter()
+    for request, n in requests.get("resources", {}).items():
+        verb, resource = request.split(" ", 1)
+        if verb in WRITE_VERBS and resource != RUN_LEASE:
+            counted[verb] += n
+    return dict(counted)
 
 
 class ClusterHandle:
@@ -112,6 +131,7 @@ class ClusterHandle:
         Path(self.ca_file).write_bytes(base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]))
         tmp = workdir / "client-tmp"
         tmp.mkdir(parents=True, exist_ok=True)
+        self._marker_api: Any = None
         self.env: dict[str, str] = {
             **os.environ,
             "TMPDIR": str(tmp),
@@ -180,26 +200,53 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
         log = self.audit_log
         return log.stat().st_size if log and log.exists() else 0
 
-    def audit_events(self, mark: int, *, everyone: bool = False, settle: float = 0.3,
-                     timeout: float = 5.0) -> list[dict[str, Any]]:
+    def audit_events(self, mark: int, *, everyone: bool = False, timeout: float = 10.0) -> list[dict[str, Any]]:
         """The completed requests logged since ``mark`` (`audit_mark()`), in the order they completed: the test's
         clients' only, or with ``everyone`` the control plane's and the operator double's too (see
-        `is_completed_request`). The audit log backend writes an event once its response is complete: wait until
-        the log stops growing (at most ``timeout`` seconds: a component that polls without end keeps it growing)."""
+        `is_completed_request`). Read line by line, keeping only those: the log of a long-lived cluster is large."""
         log = self.audit_log
         if log is None:
             return []
-        size, deadline = -1, time.monotonic() + timeout
-        while size != log.stat().st_size and time.monotonic() < deadline:
-            size = log.stat().st_size
-            time.sleep(settle)
+        self._await_audit(log, timeout)
+        events = []
         with open(log, "rb") as handle:
             handle.seek(mark)
-            text = handle.read()
-        # A line still being written (no newline yet) is left out.
-        events = [json.loads(line) for line in text[:text.rfind(b"\n") + 1].splitlines() if line.strip()]
-        return sorted((event for event in events if is_completed_request(event, everyone)),
-                      key=lambda event: event["stageTimestamp"])
+            for line in handle:
+                if not line.endswith(b"\n"):  # a line still being written is left out
+                    break
+                event = json.loads(line)
+                if is_completed_request(event, everyone) and not str(
+                        (event.get("objectRef") or {}).get("name", "")).startswith(AUDIT_MARKER):
+                    events.append(event)
+        return sorted(events, key=lambda event: event["stageTimestamp"])
+
+    def _await_audit(self, log: Path, timeout: float) -> None:
+        """Wait until the requests made so far are in the log. The log backend writes an event after the response:
+        a client that has exited may not be logged yet, and the control plane logs without end (kwok's leases), so
+        a quiet log never comes. One request of ours, made now, is logged after every earlier one completed: wait
+        for it. A server that no longer answers logs nothing more."""
+        from kubernetes import client
+
+        name = f"{AUDIT_MARKER}{uuid.uuid4().hex[:8]}"
+        if self._marker_api is None:
+            self._marker_api = client.CoreV1Api(self.client())
+        try:
+            self._marker_api.read_namespaced_config_map(name, "default", _request_timeout=5)
+        except client.ApiException:
+            pass  # 404: it is logged all the same
+        except Exception:  # the server is gone (stop_apiserver): nothing more will be logged
+            return
+        wanted, deadline = name.encode(), time.monotonic() + timeout
+        with open(log, "rb") as handle:
+            handle.seek(max(0, log.stat().st_size - (1 << 20)))
+            tail = b""
+            while True:
+                tail = tail[-len(wanted):] + handle.read()
+                if wanted in tail:
+                    return
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the audit log did not record the request {name} within {timeout} s")
+                time.sleep(0.05)
 
     def requests_since(self, mark: int) -> dict[str, Any]:
         """The test's clients' requests logged since ``mark`` (see `count_requests`)."""
@@ -296,13 +343,16 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
     def run_playbook(self, playbook: str | os.PathLike[str], *, extra_vars: dict[str, Any] | None = None,
                      check: bool = False, diff: bool = False, tags: list[str] | str | None = None,
                      env: dict[str, str] | None = None, timeout: float = 900, inventory: str | None = None,
-                     forks: int | None = None) -> PlaybookResult:
-        """ansible-playbook on localhost, or on ``inventory`` (a path, its hosts' connection their own)."""
+                     forks: int | None = None, limit: str | None = None) -> PlaybookResult:
+        """ansible-playbook on localhost, or on ``inventory`` (a path, its hosts' connection their own); ``limit``
+        is --limit."""
         hosts = ["-i", inventory] if inventory else ["-i", "localhost,", "-c", "local"]
         cmd = [str(VENV_BIN / "ansible-playbook"), *hosts,
                str(playbook), "-e", f"ansible_python_interpreter={sys.executable}"]
         if forks:
             cmd += ["--forks", str(forks)]
+        if limit:
+            cmd += ["--limit", limit]
         if extra_vars:
             varfile = Path(tempfile.mkstemp(prefix="vars-", suffix=".yml", dir=self.workdir)[1])
             varfile.write_text(yaml.safe_dump(extra_vars))
@@ -322,7 +372,8 @@ os.execv({str(VENV_BIN / "helm")!r}, [{str(VENV_BIN / "helm")!r}, *sys.argv[1:]]
 
 def start_cluster(workdir: Path, *, ready_after: float = 0.0, nodes: int | None = None,
                   gpu_nodes: int | None = None, runtime_config: str = "", audit: bool = True,
-                  operator_double: bool = True, apiserver_args: dict[str, str] | None = None) -> ClusterHandle:
+                  operator_double: bool = True, apiserver_args: dict[str, str] | None = None,
+                  programs: dict[str, str] | None = None, runtime: bool = True) -> ClusterHandle:
     """Start `testing/cluster/run` in the background and return its handle once its kubeconfig is written."""
     workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig = workdir / "kubeconfig"
@@ -335,6 +386,9 @@ def start_cluster(workdir: Path, *, ready_after: float = 0.0, nodes: int | None 
     for name, value in (apiserver_args or {}).items():
         cmd += ["--apiserver-arg", f"{name}={value}"]
     cmd += [] if operator_double else ["--no-operator-double"]
+    cmd += [] if runtime else ["--no-runtime"]
+    for image, command in (programs or {}).items():
+        cmd += ["--program", f"{image}={command}"]
     log_path = workdir / "cluster-run.log"
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115  (closed when the process ends)
     env = {**os.environ, "TMPDIR": str(workdir)}

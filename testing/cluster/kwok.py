@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import binaries
+from . import binaries, programs
 
 HERE = Path(__file__).resolve().parent
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -54,6 +54,11 @@ class Options:
     operator_double: bool = True
     # Extra kube-apiserver flags (name without dashes -> value), e.g. a token authentication webhook's.
     apiserver_args: dict[str, str] = field(default_factory=dict)
+    # The pod runtime (runtime.py): off by choice, or when it has no program to run (no operator binary built,
+    # no test program): then the cluster is kwok's simulation alone, as before the runtime existed.
+    runtime: bool = True
+    # Test programs: image repository -> command line, run like the table's programs (programs.py).
+    programs: dict[str, str] = field(default_factory=dict)
     name: str = field(default_factory=lambda: f"mp-{os.getpid()}-{int(time.time() * 1000) % 100000}")
 
 
@@ -73,8 +78,24 @@ def node_manifest(index: int, gpu: bool) -> dict:
     }
 
 
-def stages(stage_dir: Path, ready_after: float) -> list[str]:
-    """kwok's own default stages; with ``ready_after``, pods turn Ready (Job pods Succeeded) that long after."""
+def runtime_selector(repositories: list[str]) -> str:
+    """A kwok Stage matchExpression (gojq) that leaves out the pods the pod runtime runs: those with a container
+    or init container of one of ``repositories``. A query that fails matches, so it must not fail on a pod without
+    init containers; the regular expression needs no escapes (dots as ``[.]``)."""
+    spellings = set(repositories)
+    for repo in repositories:  # Docker Hub's may be written without docker.io/ (and library/): programs.repository
+        for implicit in ("docker.io/library/", "docker.io/"):
+            if repo.startswith(implicit):
+                spellings.add(repo.removeprefix(implicit))
+    alternatives = "|".join(repo.replace(".", "[.]") for repo in sorted(spellings))
+    query = (f'[.spec.containers[].image, (.spec.initContainers // [])[].image] '
+             f'| any(test("^({alternatives})([:@]|$)"))')
+    return f"    - key: '{query}'\n      operator: 'NotIn'\n      values: ['true']\n"
+
+
+def stages(stage_dir: Path, ready_after: float, runtime_images: list[str] | None = None) -> list[str]:
+    """kwok's own default stages; with ``ready_after``, pods turn Ready (Job pods Succeeded) that long after; with
+    ``runtime_images`` (image repositories), the pod stages leave out the pods the pod runtime runs."""
     docs = []
     for path in sorted(stage_dir.glob("*.yaml")):
         text = path.read_text()
@@ -82,11 +103,32 @@ def stages(stage_dir: Path, ready_after: float) -> list[str]:
             # Stage.spec.delay: the transition happens this long after the stage first matches the pod.
             delay = f"\nspec:\n  delay:\n    durationMilliseconds: {int(ready_after * 1000)}\n"
             text = text.replace("\nspec:\n", delay, 1)
+        if runtime_images and path.name.startswith("pod-"):
+            text = text.replace("    matchExpressions:\n", "    matchExpressions:\n" + runtime_selector(runtime_images),
+                                1)
         docs.append(text)
     return docs
 
 
-def kwokctl_config(bin_dir: Path, stage_dir: Path, workdir: Path, options: Options) -> str:
+def operators_bin_dir() -> Path | None:
+    """The folder of the operators' binaries (testing/cluster/build), if built: $MODELPLANE_OPERATORS_BIN, else
+    `binaries.operators_bin_dir()` where the build provides it."""
+    if os.environ.get("MODELPLANE_OPERATORS_BIN"):
+        return Path(os.environ["MODELPLANE_OPERATORS_BIN"])
+    find = getattr(binaries, "operators_bin_dir", None)
+    return find() if find is not None else None
+
+
+def egress_config(socket_path: Path) -> str:
+    """kube-apiserver's EgressSelectorConfiguration: its `cluster` traffic (webhooks, aggregated APIs, nodes)
+    through the pod runtime's HTTP CONNECT proxy on a Unix socket."""
+    return json.dumps({"apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+                       "egressSelections": [{"name": "cluster", "connection": {
+                           "proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(socket_path)}}}}]})
+
+
+def kwokctl_config(bin_dir: Path, stage_dir: Path, workdir: Path, options: Options,
+                   runtime_images: list[str] | None = None) -> str:
     opts = {
         "runtime": "binary",
         "bindAddress": "127.0.0.1",
@@ -110,7 +152,7 @@ def kwokctl_config(bin_dir: Path, stage_dir: Path, workdir: Path, options: Optio
                 "extraArgs": [{"key": key, "value": value} for key, value in options.apiserver_args.items()]}]
     head = json.dumps({"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration",
                        "options": opts, "componentsPatches": patches if options.apiserver_args else []})
-    return "\n---\n".join([head, *stages(stage_dir, options.ready_after)]) + "\n"
+    return "\n---\n".join([head, *stages(stage_dir, options.ready_after, runtime_images)]) + "\n"
 
 
 class KwokCluster:
@@ -124,7 +166,11 @@ class KwokCluster:
         self.env.pop("KUBECONFIG", None)
         self.bin_dir: Path | None = None
         self.double: subprocess.Popen | None = None
+        self.runtime: subprocess.Popen | None = None
         self.kubeconfig_path = self.workdir / "kubeconfig"
+        self.catalog = programs.Catalog()
+        # The egress socket's path must fit a sockaddr_un (108 bytes): a short folder of its own, not the workdir.
+        self.socket_dir: Path | None = None
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def _kwokctl(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -154,8 +200,14 @@ class KwokCluster:
     def start(self) -> str:
         built = binaries.ensure_built(quiet=False)
         self.bin_dir = built / "bin"
+        if self.options.runtime:
+            catalog = programs.catalog(operators_bin_dir(), self.options.programs)
+            if any(not runnable.stand_in for runnable in catalog.runnables.values()):
+                self.catalog = catalog
+                self._start_runtime()
         config = self.workdir / "kwokctl.yaml"
-        config.write_text(kwokctl_config(self.bin_dir, built / "stages", self.workdir, self.options))
+        config.write_text(kwokctl_config(self.bin_dir, built / "stages", self.workdir, self.options,
+                                         sorted(self.catalog.runnables)))
         started = time.monotonic()
         # kwokctl picks each component's port by trying them in turn from the same starting point: two clusters
         # created at once pick the same ports and one of them fails to bind. One creation at a time per machine;
@@ -172,6 +224,12 @@ class KwokCluster:
         fd = os.open(self.kubeconfig_path, os.O_WRONLY | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(kubeconfig)
+        if self.runtime is not None:
+            tmp = self.workdir / "runtime.kubeconfig.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(kubeconfig)
+            os.replace(tmp, self.workdir / "runtime.kubeconfig")
         self._wait_ready()
         nodes = [node_manifest(i, gpu=i > self.options.nodes - self.options.gpu_nodes)
                  for i in range(1, self.options.nodes + 1)]
@@ -211,7 +269,57 @@ class KwokCluster:
         self.double = subprocess.Popen([sys.executable, str(script), "--kubeconfig", str(self.kubeconfig_path)],
                                        stdout=log, stderr=subprocess.STDOUT, env=self.env)
 
+    def _start_runtime(self) -> None:
+        """The pod runtime and its egress proxy, before kube-apiserver (which is told the proxy's socket); it
+        waits for its kubeconfig. Its own session: on stop, its process group is what is left of it."""
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="mp-egress-", dir="/tmp"))
+        sock = self.socket_dir / "egress.sock"
+        (self.workdir / "egress-selector.yaml").write_text(egress_config(sock))
+        self.options.apiserver_args = {**self.options.apiserver_args,
+                                       "egress-selector-config-file": str(self.workdir / "egress-selector.yaml")}
+        cmd = [sys.executable, str(HERE / "runtime.py"), "--kubeconfig", str(self.workdir / "runtime.kubeconfig"),
+               "--state", str(self.workdir / "runtime"), "--egress-socket", str(sock)]
+        if operators_bin_dir() is not None:
+            cmd += ["--operators-bin", str(operators_bin_dir())]
+        for image, command in self.options.programs.items():
+            cmd += ["--program", f"{image}={command}"]
+        log = open(self.workdir / "pod-runtime.log", "ab")  # noqa: SIM115  (closed with the process)
+        self.runtime = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                        start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            if self.runtime.poll() is not None or time.monotonic() > deadline:
+                raise ClusterError(f"the pod runtime did not start: see {self.workdir / 'pod-runtime.log'}")
+            time.sleep(0.05)
+
+    def _stop_runtime(self) -> None:
+        """SIGTERM (it stops its pods' processes), then SIGKILL to whatever of it is left: its process group and
+        every process it recorded."""
+        if self.runtime is None:
+            return
+        if self.runtime.poll() is None:
+            self.runtime.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.runtime.wait(20)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.runtime.pid, signal.SIGKILL)
+        self.runtime.wait()
+        pids = []
+        with contextlib.suppress(OSError):
+            pids = [int(line) for line in (self.workdir / "runtime" / "pids").read_text().split()]
+        # A recorded pid whose process ended long ago may be another's now: only those still in its session.
+        pids = [pid for pid in pids if _session(pid) == self.runtime.pid]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(map(_alive, pids)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+
     def stop(self) -> None:
+        self._stop_runtime()
         if self.double and self.double.poll() is None:
             self.double.terminate()
             try:
@@ -236,12 +344,25 @@ class KwokCluster:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _recorded_pids(self) -> list[int]:
-        """Every process kwokctl started for this cluster, as its pid files say."""
+        """Every process kwokctl started for this cluster that still runs, as its pid files say. A pid file outlives
+        its process (a test kills kube-apiserver), and pids are reused within minutes of a long test run (pid_max is
+        often 32768): a process counts only while its command line names this cluster's directory, as each of
+        kwokctl's does (its binary and flags are in there)."""
         pids = []
         for pid_file in (self.cluster_dir / "pids").glob("*.pid") if self.cluster_dir.exists() else ():
             with contextlib.suppress(ValueError, OSError):
-                pids.append(int(pid_file.read_text().strip()))
+                pid = int(pid_file.read_text().strip())
+                if str(self.cluster_dir).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    pids.append(pid)
         return pids
+
+
+def _session(pid: int) -> int | None:
+    """The session id of a process, None if it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _alive(pid: int) -> bool:

@@ -48,6 +48,8 @@ from typing import Any
 
 import yaml
 
+from .json_reply import JsonHandler
+
 REVIEW_API = "authentication.k8s.io/v1"
 # Groups of an accepted token's user: system:masters as well, so the user may do anything under RBAC too.
 GROUPS = ["system:authenticated", "system:masters"]
@@ -106,14 +108,14 @@ def webhook_kubeconfig(url: str) -> dict[str, Any]:
 
 
 def _handler(webhook: TokenWebhook) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
             try:
                 review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
                 spec = review.get("spec") or {}
                 username = webhook.review(str(spec.get("token", "")))
             except Exception as error:  # an answer the API server can log, never a hung request
-                self._reply(500, {"error": f"{type(error).__name__}: {error}"})
+                self.reply(500, {"error": f"{type(error).__name__}: {error}"})
                 return
             status: dict[str, Any] = {"authenticated": bool(username)}
             if username:
@@ -122,19 +124,8 @@ def _handler(webhook: TokenWebhook) -> type[http.server.BaseHTTPRequestHandler]:
                     status["audiences"] = spec["audiences"]
             else:
                 status["error"] = "the token is not one the test accepts"
-            self._reply(200, {"apiVersion": review.get("apiVersion", REVIEW_API), "kind": "TokenReview",
+            self.reply(200, {"apiVersion": review.get("apiVersion", REVIEW_API), "kind": "TokenReview",
                               "status": status})
-
-        def _reply(self, code: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
 
     return Handler
 

@@ -57,13 +57,15 @@ the component's fullname when serviceAccount.create, else "default" (upstream's 
 {{- if $account.create }}{{ $account.name | default (index . 1) }}{{ else }}{{ $account.name | default "default" }}{{ end }}
 {{- end }}
 
-{{- /* (list <root> <component values> <name> <app label> <component>) -> one controller Deployment. */ -}}
+{{- /* (list <root> <component values> <name> <app label> <component> <container>) -> one controller Deployment;
+<container> holds the container's args, ports and probes, as each upstream Deployment template gives them. */ -}}
 {{- define "cert-manager.deployment" -}}
 {{- $root := index . 0 }}
 {{- $values := index . 1 }}
 {{- $name := index . 2 }}
 {{- $app := index . 3 }}
 {{- $component := index . 4 }}
+{{- $container := index . 5 }}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -98,8 +100,59 @@ spec:
         - name: {{ printf "cert-manager-%s" $component }}
           image: {{ include "cert-manager.image" (list $values.image $root) | quote }}
           imagePullPolicy: {{ $values.image.pullPolicy }}
+          {{- toYaml $container | nindent 10 }}
+          env:
+            - name: POD_NAMESPACE
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.namespace
       {{- with $values.tolerations }}
       tolerations:
         {{- toYaml . | nindent 8 }}
       {{- end }}
 {{- end }}
+
+{{- /* (dict "root" "kind" "name" "namespace" "rules" "account" "app" "component" and optional "aggregate" (labels),
+"hook" (annotations), "bind" (set: no binding)) -> a Role or ClusterRole and, unless "bind" is set, its binding to the
+component's ServiceAccount <account> in the release namespace: the shape of every role in upstream's *rbac.yaml. */ -}}
+{{- define "cert-manager.role" -}}
+{{- $root := .root }}
+{{- range $kind := ternary (list .kind) (list .kind (printf "%sBinding" .kind)) (hasKey . "bind") }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: {{ $kind }}
+metadata:
+  name: {{ $.name }}
+  {{- with $.namespace }}
+  namespace: {{ . }}
+  {{- end }}
+  {{- with $.hook }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  labels:
+    app: {{ $.app }}
+    app.kubernetes.io/name: {{ $.app }}
+    app.kubernetes.io/component: {{ $.component | quote }}
+    {{- include "cert-manager.labels" $root | nindent 4 }}
+    {{- if not (hasSuffix "Binding" $kind) }}
+    {{- range $.aggregate }}
+    {{ . }}: "true"
+    {{- end }}
+    {{- end }}
+{{- if hasSuffix "Binding" $kind }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: {{ $.kind }}
+  name: {{ $.name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $.account }}
+    namespace: {{ include "cert-manager.namespace" $root }}
+{{- else }}
+rules:
+  {{- toYaml $.rules | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
+

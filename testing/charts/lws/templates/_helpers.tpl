@@ -1,4 +1,5 @@
-{{- /* Ours. Follows kubernetes-sigs/lws charts/lws/templates/_helpers.tpl (helm create's name/fullname rules). */ -}}
+{{- /* Ours. Follows kubernetes-sigs/lws charts/lws/templates/_helpers.tpl (helm create's name/fullname rules; the
+selector labels are the name and instance labels). */ -}}
 {{- define "lws.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -19,7 +20,11 @@
 {{- define "lws.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/name: {{ include "lws.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "lws.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "lws.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
