@@ -32,20 +32,24 @@ $(STAMP): requirements.txt tests/requirements.txt tools/install_collections.py t
 
 venv: $(STAMP) ## Create .venv with every dependency, the collections, and real helm 3 + 4 and kubectl.
 
-# Built once per machine and set of pins into a cache folder outside the repository (testing/cluster/README.md);
-# a warm cache makes this a check of under a second.
-control-plane: ## Build the test control plane (kube-apiserver, etcd, kwok...) from Go modules, once per machine.
+# Built once per machine and set of pins into cache folders outside the repository (testing/cluster/README.md):
+# the control plane, and the operators the test cluster runs (their own folder and key); a warm cache makes this a
+# check of under a second.
+control-plane: ## Build the test control plane (kube-apiserver, etcd, kwok...) and the operators from Go modules, once per machine.
 	@$(CONTROL_PLANE)
 
 plan: $(STAMP) ## Validate SPEC (default examples/servingstack.yaml) and print its install plan.
 	$(BIN)/ansible-playbook playbooks/plan.yml -e servingstack_src=$(abspath $(SPEC))
 
-# Two workers (this project's CI has 2 cores; three measured no faster: the suite is CPU-bound); --dist loadfile keeps each test module's ordered,
-# shared-cluster tests on one worker. pyproject.toml's testpaths cover tests/ (the collection's tests) and testing/
-# (the self-tests of the test charts, the test control plane and its operator double). The benchmarks are not tests of behaviour: they time
-# the collection against baselines on an otherwise idle machine, so they run apart (make bench; CI runs both).
+# Two workers (this project's CI has 2 cores; three measured no faster: the suite is CPU-bound); --dist loadfile keeps
+# each test module's ordered, shared-cluster tests on one worker, and --no-loadscope-reorder hands the files out in
+# collection order (tests/conftest.py puts the longest first) instead of xdist's, files with the most tests first,
+# which left the longest single-test files for the end with one worker idle. pyproject.toml's testpaths cover tests/
+# (the collection's tests) and testing/ (the self-tests of the test charts, the test control plane and its operators).
+# The benchmarks are not tests of behaviour: they time the collection against baselines on an otherwise idle machine,
+# so they run apart (make bench, by hand: see .ci/run).
 test: $(STAMP) control-plane ## Run every test: lint, sanity, unit, control plane, playbooks, molecule default (not the benchmarks).
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not bench" --durations=20
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not bench" --durations=20
 
 # The tests that drive a real helm binary; HELM_MAJOR=3 or 4 picks one (both when unset, as in `make test`).
 test-helm: $(STAMP) control-plane ## Run the real-helm tests (HELM_MAJOR=4 for helm 4 only).
@@ -57,7 +61,7 @@ unit: $(STAMP) ## Run the fast unit tests only.
 lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
-# One after the other, alone, so that no other work skews their ratios (about 4 minutes on 2 cores).
+# One after the other, alone, so that no other work skews their ratios (about 10 minutes on 2 cores).
 bench: $(STAMP) control-plane ## Run the benchmarks (tests/bench): print their ratios and assert the targets.
 	$(BIN)/python -m pytest -p no:xdist -m "bench and not fleet" -s $(BENCHES)
 

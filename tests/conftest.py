@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import sys
 from pathlib import Path
 
@@ -56,3 +57,26 @@ def _record_verdict(check: str, verdict: str) -> None:
 def record_verdict():
     """``record_verdict(check, verdict)`` keeps ``verdict`` (one line) of ``check`` for the run's summary."""
     return _record_verdict
+
+
+# The longest test files (minutes each, one shared cluster converged many times), collected first so that make test's
+# workers start on them and the many short tests fill the end (the Makefile's --no-loadscope-reorder keeps this order).
+LONGEST_FIRST = ("test_stack_standard.py", "test_pruning.py", "test_stack_variants.py", "test_fleet.py")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+# A test process, and the ansible-playbook, helm and kubectl it runs, may hold this much address space at most: a
+# runaway allocation then fails as a MemoryError in the test that made it, instead of the kernel's OOM killer taking
+# a process of the machine. Three runs lost a worker that way, at 22 GB, unnamed (xdist: "node down"). The test
+# cluster lifts it for its own processes (testing/cluster/run).
+ADDRESS_SPACE_LIMIT = 8 << 30
+
+
+def pytest_configure(config) -> None:
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT if hard == resource.RLIM_INFINITY
+                                            else min(hard, ADDRESS_SPACE_LIMIT), hard))

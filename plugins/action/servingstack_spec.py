@@ -6,19 +6,45 @@ about half a second of every run, and only ``name`` runs one, kubernetes.core.k8
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
 from ansible.plugins.action import ActionBase
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.bounds import (
+    MAX_BYTES,
+    BoundedComposer,
+    Exceeded,
+    read_text,
+    too_large,
+)
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import outcome
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.schema import API_VERSION, KIND
 from ansible_collections.modelplane.serving.plugins.modules.servingstack_spec import ARGUMENT_SPEC, RULES
+from yaml.constructor import SafeConstructor
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import Resolver
+from yaml.scanner import Scanner
+
+# libyaml's parser when PyYAML has it (its wheels do): pure Python takes minutes to parse a 3 MiB document.
+PARSER = (yaml.CParser,) if hasattr(yaml, "CParser") else (Reader, Scanner, Parser)
 
 
-class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a duplicate key (PyYAML keeps the last one, hiding a typo'd override)."""
+class StrictLoader(BoundedComposer, *PARSER, SafeConstructor, Resolver):  # type: ignore[misc]
+    """PyYAML's safe loader, composing within ``bounds`` and refusing a duplicate key (PyYAML keeps the last one,
+    hiding a typo'd override)."""
+
+    def __init__(self, stream: str) -> None:
+        if hasattr(yaml, "CParser"):
+            yaml.CParser.__init__(self, stream)
+        else:  # the pure-Python parser's parts, which PARSER made our bases: pylint cannot see through the tuple
+            Reader.__init__(self, stream)  # pylint: disable=non-parent-init-called
+            Scanner.__init__(self)  # pylint: disable=non-parent-init-called
+            Parser.__init__(self)  # pylint: disable=non-parent-init-called
+        BoundedComposer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set = set()
@@ -38,12 +64,16 @@ class StrictLoader(yaml.SafeLoader):
 def load_yaml(text: str, origin: str) -> tuple[object, list[Problem]]:
     """The one ServingStack document in ``text`` (of several, the one of kind ServingStack); a YAML error names
     ``origin``, the line and the column."""
+    size = len(text.encode("utf-8", "surrogateescape"))
+    if size > MAX_BYTES:
+        return None, [Problem(origin, too_large(size))]
     try:
         documents = [document for document in yaml.load_all(text, Loader=StrictLoader) if document is not None]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        return None, [Problem(origin, f"{where}invalid YAML: {getattr(error, 'problem', None) or error}")]
+        invalid = "" if isinstance(error, Exceeded) else "invalid YAML: "
+        return None, [Problem(origin, f"{where}{invalid}{getattr(error, 'problem', None) or error}")]
     except (ValueError, TypeError, RecursionError) as error:  # odd scalars such as an out-of-range timestamp
         return None, [Problem(origin, f"invalid YAML: {error}")]
     stacks = [document for document in documents if isinstance(document, dict) and document.get("kind") == KIND]
@@ -57,13 +87,8 @@ def load_yaml(text: str, origin: str) -> tuple[object, list[Problem]]:
 
 def load_file(path: str) -> tuple[object, list[Problem]]:
     """The ServingStack document in the YAML file at ``path``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        return None, [Problem(path, f"cannot read the file: {error.strerror or error}")]
-    except UnicodeDecodeError:
-        return None, [Problem(path, "cannot read the file: it is not UTF-8 text")]
-    return load_yaml(text, path)
+    text, problems = read_text(path)
+    return (None, problems) if problems else load_yaml(text, path)
 
 
 class ActionModule(ActionBase):

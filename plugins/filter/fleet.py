@@ -12,10 +12,8 @@ from ansible_collections.modelplane.serving.plugins.module_utils.servingstack im
 
 def servingstack_cluster_hosts(groups: Mapping[str, Any], pattern: str | None = None) -> str:
     """The host pattern of the clusters a playbook converges: ``pattern`` (-e servingstack_hosts) if given, else every
-    ServingStack of the inventory plugin (its group ``servingstacks``), else localhost (one spec); never a lane host
-    an earlier play added (group ``servingstack_lanes``, roles/servingstack/tasks/handoff.yml)."""
-    chosen = pattern or ("servingstacks" if "servingstacks" in groups else "localhost")
-    return f"{chosen}:!servingstack_lanes" if "servingstack_lanes" in groups else chosen
+    ServingStack of the inventory plugin (its group ``servingstacks``), else localhost (one spec)."""
+    return pattern or ("servingstacks" if "servingstacks" in groups else "localhost")
 
 
 class FilterModule:

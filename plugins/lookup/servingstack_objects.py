@@ -12,7 +12,8 @@ version_added: 0.1.0
 description:
   - Each term names one object (C(apiVersion), C(kind), C(metadata.name) and, for namespaced
     kinds, C(metadata.namespace), as in a manifest) or a list (C(apiVersion), C(kind) and optional
-    C(namespace), C(label_selector), C(field_selector)).
+    C(namespace), C(label_selector), C(field_selector), and C(metadata_only) to read only each object's
+    metadata, as a CRD's schema can be megabytes).
   - Returns one result per term, in order; use it with C(query) so the result is always a list.
     A named object gives the object as the API returns it, or C(none) when it does not exist; a
     list gives the list of objects.

@@ -87,6 +87,9 @@ options:
       - An existing private directory for the files (the kubeconfig, the cloud identity's, the certificates').
       - Not set, a new one only its owner can enter (mode C(0700)) is made in the controller's temporary directory
         (C(TMPDIR)), named C(*.servingstack), and returned as RV(dest); the caller removes it when the converge ends.
+        It records the run's ansible-playbook process (C(owner.json)). The directories of this user that runs killed
+        before they could remove theirs are removed first, once their ansible-playbook is gone (see
+        C(docs/interrupted-runs.md)).
     type: path
   identity_type:
     description:
@@ -225,7 +228,7 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity, target
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import cloud_identity, rundir, target
 
 # With spec the identity comes from the identity secret, so the identity options go with content only.
 RULES: dict[str, Any] = {
@@ -315,7 +318,9 @@ def main() -> None:
         result = {"changed": False, "authenticated_as": identity[0] if identity else "kubeconfig"}
         # Made once the Secrets are read, and removed if anything fails: nothing in it would be of use.
         if not dest:
-            dest = made = tempfile.mkdtemp(suffix=".servingstack")
+            rundir.sweep(tempfile.gettempdir())
+            dest = made = tempfile.mkdtemp(suffix=rundir.SUFFIX)
+            rundir.record_owner(dest, rundir.owner())
         result["dest"] = dest
         if identity:
             identity_type, text, where = identity

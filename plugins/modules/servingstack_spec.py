@@ -39,20 +39,30 @@ description:
   - An empty C(gateway.listeners) means the default listener and an empty C(nvidiaDriverRoot) means C(/). A live
     object's C(status) is returned unchecked, and the fields Crossplane adds to a composite resource's spec
     (C(spec.crossplane), C(spec.compositionRef) and the other legacy ones) are dropped; neither is ever refused.
+  - >-
+    Hostile input costs nothing. Before the schema and the CEL rules, a manifest is checked against bounds, and one
+    that breaks them is refused with only those problems, each naming where and the bound: more than 10,000 values
+    (a YAML alias counts the values it names each time it is used, so an alias bomb is refused while its file is
+    read), more than 3 MiB of text (the API server's request limit), a list longer than its C(maxItems), values
+    nested deeper than any field of the CRD (in a YAML file, twice as deep: a saved live object's C(managedFields)
+    mirror its fields further down). So a CEL rule never runs on a list longer than the CRD allows. A live object's
+    C(status) is never walked.
   - Fills every default of the CRD, C(metadata.namespace=default) for a manifest that names no namespace, and each
     secret's C(namespace) (the ServingStack's).
   - Returns the defaulted manifest and the ordered install plan. Never changes anything.
 options:
   definition:
     description:
-      - The ServingStack manifest, as a mapping or as YAML text, validated on the controller (see the C(action)
-        attribute).
+      - The ServingStack manifest, as a mapping or as YAML text (of at most 3 MiB), validated on the controller (see
+        the C(action) attribute).
       - Exactly one of O(definition), O(src) and O(name) is required.
     type: raw
   src:
     description:
       - Path to a YAML file holding the ServingStack manifest, read on the controller (see the C(action) attribute).
       - A YAML syntax error or a duplicate key is reported with the file, line and column.
+      - The file must be a regular file (a symbolic link to one is fine; a directory, FIFO or device is refused
+        unread) of at most 3 MiB of UTF-8 text, and is read in one bounded read.
       - A file with several YAML documents must hold exactly one of kind C(ServingStack).
     type: path
   name:
@@ -214,29 +224,12 @@ plan:
       description: Whether requests enter the stack through the component (the gateway), which a teardown takes first.
       type: bool
       sample: false
-lanes:
-  description:
-    - How C(playbooks/site.yml) converges the plan in parallel. Each lane is an inventory host that converges
-      its components one after the other; the lanes of one stage run at the same time, and a stage starts
-      when the one before has ended. A component's needs are always converged before it, in an earlier stage
-      or earlier on its lane, so no host waits for another. Heaviest lane first within a stage.
-  returned: success
-  type: list
-  elements: dict
-  contains:
-    stage:
-      description: The stage (play) of C(site.yml) the lane runs in, from 1.
-      type: int
-      sample: 1
-    components:
-      description: Names of the components the lane converges, in this order.
-      type: list
-      elements: str
-      sample: [cert_manager, trust_manager]
-    weight:
-      description: Estimated length of the lane, in helm waits (one per release).
-      type: int
-      sample: 2
+    wait:
+      description:
+        - Whether a later component of the plan needs this one. Its releases are then installed with helm's wait and
+          atomic; the others' workloads are waited for once, at the end of the converge.
+      type: bool
+      sample: true
 prune:
   description:
     - The components of the other stack, in teardown order, with the same keys as RV(plan) entries. The

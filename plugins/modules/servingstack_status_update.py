@@ -32,7 +32,8 @@ description:
     C(InvalidSpec) (the spec module refused the ServingStack), C(CredentialsUnavailable) (the kubeconfig Secret or
     the identity's credential is missing or unusable, or the target cluster refused them), C(ClusterUnreachable)
     (the target's API server could not be reached, for a refused connection, DNS, TLS or a timeout),
-    C(PreflightFailed) (the preflight refused the cluster) and C(ConvergeFailed) (anything else).
+    C(PreflightFailed) (the preflight refused the cluster), C(ConvergeInProgress) (another converge held the target
+    cluster's Lease for the whole wait) and C(ConvergeFailed) (anything else).
   - Each condition's C(lastTransitionTime) is kept while its C(status) stays the same; with the conditions,
     C(status.observedGeneration) and each condition's C(observedGeneration) are O(observed_generation).
   - Reads the ServingStack, then writes its status only when it differs, and reports a change only then.
@@ -71,14 +72,23 @@ options:
   stopped_at:
     description:
       - Where the converge stopped, for the conditions' reason with O(stopped). V(spec) reading the ServingStack,
-        V(credentials) making the target's kubeconfig and identity ready, V(preflight) the first calls to the
+        V(credentials) making the target's kubeconfig and identity ready, V(lease) taking the target's Lease (another
+        converge held it, or the target did not answer), V(preflight) the first calls to the
         target cluster, V(components) later, before the components are done (C(status.components) is left as it
         is), V(status) once the components ran (the prune, or reading the target's status when the target stopped
         answering part-way). Only with V(status) are O(components) and O(failed) used, for C(status.components)
         and to name the failed components before the message.
     type: str
     default: components
-    choices: [spec, credentials, preflight, components, status]
+    choices: [spec, credentials, lease, preflight, components, status]
+  recovered:
+    description:
+      - What this converge recovered first, one sentence per Helm release a run that did not finish left pending
+        (rolled back or uninstalled); added to the C(Synced) condition's message of a converge that succeeded.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.1.0
   observed_generation:
     description: C(metadata.generation) of the ServingStack when the run read it.
     type: int
@@ -171,7 +181,8 @@ OPTIONS = {
     "failed": {"type": "dict", "default": {}},
     "stopped": {"type": "str"},
     "stopped_at": {"type": "str", "default": "components",
-                   "choices": ["spec", "credentials", "preflight", "components", "status"]},
+                   "choices": ["spec", "credentials", "lease", "preflight", "components", "status"]},
+    "recovered": {"type": "list", "elements": "str", "default": []},
     "observed_generation": {"type": "int"},
 }
 

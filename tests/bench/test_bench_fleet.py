@@ -4,15 +4,15 @@ playbooks/site.yml converges the fleet with forks=10, fresh and then as a no-op 
 median taken), against the same for one cluster of the fleet, in the same run (workloads ready after READY_AFTER
 seconds, as in test_bench_stack.py).
 
-Issue 23's target: the CPU a fleet's run uses per cluster <= CPU_TARGET x one cluster's, fresh and no-op (asserted):
+Issue 35's target: the CPU a fleet's run uses per cluster <= CPU_TARGET x one cluster's, fresh and no-op (asserted):
 the CPU seconds (user + system) of the ansible-playbook run and everything it waited for (its workers, the modules,
 helm), from getrusage(RUSAGE_CHILDREN); the clusters' own processes are not counted. Issue 12's latency targets are
 withdrawn: the fleet's time over one cluster's is printed, not asserted. Printed too (run with -s): API requests and
 helm processes per cluster, and two floors of the fresh fleet, each as a ratio to one cluster's measured fresh
 converge and to its critical-path floor:
-- the fork floor: kubernetes.core.helm refuses async, so every helm --wait holds one of the `forks` workers for the
-  readiness delay; the fleet's helm waits (clusters x the plan's releases x READY_AFTER) / forks is a floor for any
-  schedule of this playbook, however little CPU it uses;
+- the fork floor: a cluster is a host, which holds one of the `forks` workers through its converge's waits (helm's
+  --wait for the releases a later component needs, and one wait at the end for the rest); the fleet's waits
+  (clusters x those waits x READY_AFTER) / forks is a floor for this playbook, however little CPU it uses;
 - the CPU floor: the CPU the fresh fleet's converge used / this machine's cores.
 Each run's peak memory is printed too (README "Sizing a fleet for AWX" reads it): the proportional set size (PSS) of
 its whole process tree (Ansible's main process, its workers, the modules and helm), and the resident set (RSS) and
@@ -41,6 +41,7 @@ from stack_support import (
     fleet_of,
     fleet_vars,
     helm_processes,
+    helm_waits,
     releases,
 )
 
@@ -56,8 +57,8 @@ FORKS = 10
 READY_AFTER = 10.0
 # No-op re-runs of one cluster and of the fleet, in turn; their medians are compared.
 NOOP_RUNS = 3
-# Issue 23: a fleet's CPU per cluster at most this times one cluster's (what Ansible spends on the fleet's size).
-CPU_TARGET = 1.2
+# Issue 35: a fleet's CPU per cluster at most this times one cluster's (what Ansible spends on the fleet's size).
+CPU_TARGET = 1.1
 # How often the memory sampler reads /proc: a worker lives for a task (tens of ms and up), the main process a run.
 MEMORY_EVERY = 0.25
 
@@ -149,12 +150,9 @@ def converge(management, workloads, inventory, hosts: str, spy: dict[str, str]):
 
 def fresh_floors(one_fresh_s: float, fleet_fresh_cpu: float) -> str:
     """The fork and CPU floors of the fresh fleet (see the module's docstring), said as ratios."""
-    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schedule
-
-    stack_plan = example_plan()
-    waits = sum(schedule.weight(entry) for entry in stack_plan)
+    waits = helm_waits(example_plan())
     fork_floor = FLEET_SIZE * waits * READY_AFTER / FORKS
-    path_floor = schedule.critical_path(stack_plan) * READY_AFTER
+    path_floor = waits * READY_AFTER
     cpu_floor = fleet_fresh_cpu / CORES
     return (f"fresh fleet floors: forks {FLEET_SIZE} x {waits} helm waits x {READY_AFTER:g}s / {FORKS} = "
             f"{fork_floor:.0f}s ({fork_floor / one_fresh_s:.2f}x one cluster's fresh converge, "

@@ -182,6 +182,23 @@ def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
         time.sleep(0.25)
 
 
+def plain(value: Any) -> Any:
+    """ansible-inventory's JSON without Ansible 2.19's untrusted-string wrappers ({"__ansible_unsafe": s}), as AWX
+    stores it: plain values."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
+def said(result: Any) -> str:
+    """A run's output, stdout then stderr, with the YAML callback's line folding undone: what to search in."""
+    return " ".join((result.stdout + result.stderr).split())
+
+
 def output(result: Any) -> str:
     """What to show when a playbook run surprised a test."""
     return f"rc={result.rc} recap={result.recap}\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
@@ -192,17 +209,19 @@ FLEET_NAMESPACE = "fleet"
 
 @contextlib.contextmanager
 def fleet_of(workdir: Path, names: list[str] | tuple[str, ...], *, broken: tuple[str, ...] = (),
-             ready_after: float = 0.0) -> Iterator[tuple[Any, dict[str, Any], str]]:
+             ready_after: float = 0.0, management_options: dict[str, Any] | None = None,
+             ) -> Iterator[tuple[Any, dict[str, Any], str]]:
     """(management cluster, {name: workload cluster}, inventory file): one real cluster per name, and a management
     cluster holding, per name, a ServingStack CR (the Standard example, labelled with its region) and the Secret
     with that cluster's kubeconfig, in namespace ``fleet``. The ``broken`` clusters' API servers are stopped once
-    their CRs exist. The inventory file reads the CRs through modelplane.serving.servingstacks."""
+    their CRs exist. The inventory file reads the CRs through modelplane.serving.servingstacks. ``management_options``
+    go to the management cluster's `running_cluster` (a token webhook's ``apiserver_args``, for one)."""
     from cluster.fixtures import running_cluster
 
     with contextlib.ExitStack() as stack:
         # The management cluster runs no workload: one node, no operator double.
         management = stack.enter_context(running_cluster(workdir / "management", operator_double=False, nodes=1,
-                                                         gpu_nodes=0))
+                                                         gpu_nodes=0, **(management_options or {})))
         management.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
         workloads = {name: stack.enter_context(running_cluster(workdir / name, ready_after=ready_after))
                      for name in names}
@@ -249,6 +268,12 @@ def example_plan() -> list[dict[str, Any]]:
     from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, spec
 
     return plan.build_plan(spec.validate(yaml.safe_load(EXAMPLE.read_text())).manifest["spec"])
+
+
+def helm_waits(entries: list[dict[str, Any]]) -> int:
+    """The waits one cluster's converge makes one after the other: one per release of a component a later one needs
+    (helm's --wait), and one at the end for the rest."""
+    return sum(len(entry["releases"]) for entry in entries if entry["wait"]) + 1
 
 
 # The cores this process may run on (its CPU affinity, which a container or CI runner may narrow below the machine's),

@@ -27,15 +27,27 @@ import yaml
 from ansible.galaxy.dependency_resolution.versioning import meets_requirements
 from ansible_collections.modelplane.serving.plugins.filter.mirror import CHARTS
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import mirror
+from awx_jobs import (
+    MANAGEMENT_TYPE,
+    RECAP_FIELDS,
+    Job,
+    PrivateDataDir,
+    credential_type,
+    inject_custom_credential,
+    inject_kubernetes_bearer_token,
+    job_template,
+    launch_job,
+    script_data,
+    sliced_hosts,
+)
 from dateutil import rrule as dateutil_rrule
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PLAYBOOK = REPO / "playbooks" / "awx_setup.yml"
-TEARDOWN = REPO / "playbooks" / "teardown.yml"
 VARS = REPO / "playbooks" / "vars" / "awx.yml"
-MANAGEMENT_TYPE, MIRROR_TYPE = "Modelplane management cluster kubeconfig", "Modelplane chart mirror"
+MIRROR_TYPE = "Modelplane chart mirror"
 MANAGEMENT, MIRROR = "Modelplane management cluster", "Modelplane chart mirror"
 # The templates that read charts: converge and check install or preview them, a teardown reads them for their CRDs.
 CHART_PLAYBOOKS = {"playbooks/site.yml", "playbooks/teardown.yml"}
@@ -275,43 +287,84 @@ def test_teardown_cannot_be_launched_without_its_confirmation(awx: dict):
     assert crds["default"] == "false"
 
 
-def _teardown(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """teardown.yml on localhost over an invalid spec: a run that got past the confirmation fails on the spec,
-    before touching any cluster."""
+def _teardown(tmp_path: Path, answers: dict) -> Job:
+    """The teardown template's job, launched through ansible-runner as AWX launches it (tests/integration/awx_jobs.py),
+    over an empty inventory with an invalid spec: a run that got past the confirmation fails on the spec, before
+    touching any cluster. ``answers`` are the launch's extra vars (its survey answers)."""
     spec = tmp_path / "stack.yaml"
     spec.write_text(yaml.safe_dump({
         "apiVersion": "infrastructure.modelplane.ai/v1alpha1", "kind": "ServingStack",
         "metadata": {"name": "teardown-guard", "namespace": "platform"},
         "spec": {"gateway": {"listeners": [{"name": "http", "port": 70000, "protocol": "HTTP"}]},
                  "secrets": [{"type": "Kubeconfig", "name": "x", "key": "kubeconfig"}]}}))
-    environ = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-               "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
-               "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")}
-    return subprocess.run([str(BIN / "ansible-playbook"), str(TEARDOWN), "-e", f"servingstack_src={spec}",
-                           "-e", f"ansible_python_interpreter={sys.executable}", *args], cwd=REPO, env=environ,
-                          capture_output=True, text=True, timeout=300, check=False)
+    # The template's management credential: a kubeconfig no run of these tests reaches (the spec fails first).
+    return launch_job(tmp_path, "teardown", job_template("playbooks/teardown.yml"),
+                      script_data({"_meta": {"hostvars": {}}}), {"servingstack_src": str(spec), **answers},
+                      KUBECONFIG, timeout=300)
+
+
+KUBECONFIG = yaml.safe_dump({
+    "apiVersion": "v1", "kind": "Config", "current-context": "management",
+    "clusters": [{"name": "management", "cluster": {"server": "https://127.0.0.1:9"}}],
+    "contexts": [{"name": "management", "context": {"cluster": "management", "user": "awx"}}],
+    "users": [{"name": "awx", "user": {"token": "not-a-real-token"}}]})
+
+
+def test_a_job_gets_the_management_kubeconfig_as_a_private_file_of_its_own(tmp_path: Path):
+    job = PrivateDataDir(tmp_path, "credential")
+    env = inject_custom_credential(job.path, credential_type(MANAGEMENT_TYPE), {"kubeconfig": KUBECONFIG})
+    assert set(env) == {"K8S_AUTH_KUBECONFIG", "KUBECONFIG"} and env["KUBECONFIG"] == env["K8S_AUTH_KUBECONFIG"]
+    written = Path(env["KUBECONFIG"])
+    assert written.parent == job.path / "env" and written.read_text() == KUBECONFIG
+    assert written.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_job_gets_awx_kubernetes_bearer_token_credential_as_its_injector_sets_it(tmp_path: Path):
+    job = PrivateDataDir(tmp_path, "bearer")
+    env = inject_kubernetes_bearer_token(job.path, "https://203.0.113.7:6443", "token-x", "-----BEGIN CERT...")
+    ca = Path(env.pop("K8S_AUTH_SSL_CA_CERT"))
+    assert env == {"K8S_AUTH_HOST": "https://203.0.113.7:6443", "K8S_AUTH_API_KEY": "token-x",
+                   "K8S_AUTH_VERIFY_SSL": "True"}
+    assert ca.parent == job.path / "env" and ca.read_text() == "-----BEGIN CERT..."
+    assert ca.stat().st_mode & 0o777 == 0o660
+    # Without a CA, AWX turns verification off rather than writing an empty file.
+    assert inject_kubernetes_bearer_token(job.path, "https://h", "t", None)["K8S_AUTH_VERIFY_SSL"] == "False"
+
+
+def test_a_slice_gets_its_hosts_their_groups_and_variables_as_awx_cuts_them():
+    exported = {"_meta": {"hostvars": {"a/x": {"v": 1}, "a/y": {"v": 2}, "b/z": {"v": 3}}},
+                "all": {"children": ["ungrouped", "servingstacks", "empty"]},
+                "servingstacks": {"hosts": ["a/x", "a/y", "b/z"]}, "ns_a": {"hosts": ["a/x", "a/y"]},
+                "empty": {"vars": {"k": "v"}}}
+    second = script_data(exported, 2, 2)
+    assert second["servingstacks"] == {"hosts": ["a/y"]} and second["ns_a"] == {"hosts": ["a/y"]}
+    assert second["empty"] == {"vars": {"k": "v"}}  # a group with vars stays, without hosts
+    assert second["all"] == {"hosts": [], "children": ["servingstacks", "ns_a", "empty"]}
+    assert second["_meta"]["hostvars"]["a/y"]["v"] == 2 and set(second["_meta"]["hostvars"]) == {"a/y"}
+    assert sliced_hosts(["b/z", "a/x", "a/y"], 1, 2) == ["a/x", "b/z"]
+    assert sliced_hosts(["b/z", "a/x"], 1, 1) == ["a/x", "b/z"]
 
 
 CONFIRM = "Nothing torn down: a teardown must be confirmed with -e servingstack_teardown_confirmed=true"
 
 
-@pytest.mark.parametrize("args", [(), ("-e", "servingstack_teardown_confirmed=false"),
-                                  ("-e", '{"servingstack_teardown_confirmed": false}')])
-def test_teardown_refuses_to_run_unconfirmed_in_one_line_before_anything_else(tmp_path: Path, args: tuple[str, ...]):
-    result = _teardown(tmp_path, *args)
-    assert result.returncode != 0
-    assert CONFIRM in result.stdout, result.stdout  # on one line
-    assert "invalid ServingStack" not in result.stdout and "Traceback" not in result.stdout + result.stderr
-    assert re.search(r"localhost\s*:\s*ok=0\s+changed=0\s+unreachable=0\s+failed=1", result.stdout), result.stdout
+@pytest.mark.parametrize("answers", [{}, {"servingstack_teardown_confirmed": "false"},
+                                     {"servingstack_teardown_confirmed": False}])
+def test_teardown_refuses_to_run_unconfirmed_in_one_line_before_anything_else(tmp_path: Path, answers: dict):
+    job = _teardown(tmp_path, answers)
+    assert job.rc != 0 and job.status == "failed", job.output()
+    assert CONFIRM in job.stdout, job.output()  # on one line
+    assert "invalid ServingStack" not in job.stdout and "Traceback" not in job.stdout + job.stderr
+    assert job.recap == {"localhost": {**dict.fromkeys(RECAP_FIELDS.values(), 0), "failed": 1}}, job.output()
 
 
 def test_the_teardown_surveys_answer_confirms_teardown_yml(awx: dict, tmp_path: Path):
     teardown = _template(awx, "playbooks/teardown.yml")
     confirm = next(q for q in teardown["survey_spec"]["spec"] if q["variable"] == "servingstack_teardown_confirmed")
     # AWX passes a survey answer as a string extra var.
-    result = _teardown(tmp_path, "-e", json.dumps({"servingstack_teardown_confirmed": confirm["choices"][0]}))
-    assert CONFIRM not in result.stdout, result.stdout
-    assert "spec.gateway.listeners[0].port: 70000" in " ".join(result.stdout.split()), result.stdout  # the role ran
+    job = _teardown(tmp_path, {"servingstack_teardown_confirmed": confirm["choices"][0]})
+    assert CONFIRM not in job.stdout, job.output()
+    assert "spec.gateway.listeners[0].port: 70000" in " ".join(job.stdout.split()), job.output()  # the role ran
 
 
 class _Files:

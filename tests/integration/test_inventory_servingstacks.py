@@ -22,6 +22,7 @@ import yaml
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.outcome import PREFIX, outcome
 from cluster.fixtures import REPO, VENV_BIN, running_cluster
 from cluster.token_webhook import token_webhook
+from stack_support import plain
 
 pytestmark = [pytest.mark.playbook, pytest.mark.slow]
 
@@ -121,17 +122,6 @@ def run(management, command: str, *args: str, env: dict[str, str] | None = None)
                    "TMPDIR": str(management.workdir), **(env or {})}
     return subprocess.run([str(VENV_BIN / command), *args], env=environment, cwd=REPO, capture_output=True,
                           text=True, timeout=180, check=False)
-
-
-def plain(value: object) -> object:
-    """ansible-inventory's JSON with Ansible 2.19's untrusted-string wrappers ({"__ansible_unsafe": s}) unwrapped."""
-    if isinstance(value, dict):
-        if set(value) == {"__ansible_unsafe"}:
-            return value["__ansible_unsafe"]
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value
 
 
 def listed_and_printed(management, path: Path, env: dict[str, str] | None = None) -> tuple[dict, str]:

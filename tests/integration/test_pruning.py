@@ -37,9 +37,7 @@ def test_switching_the_stack_uninstalls_the_other_stacks_components_and_back(clu
     assert not STANDARD_ONLY & set(found), found
     assert {name for name, r in found.items() if r["status"] == "deployed"} >= DYNAMO_ONLY, found
     assert get(cluster, "v1", "Namespace", "modelexpress-system") is not None
-
-    again = converge(cluster, DYNAMO)
-    assert again.changed == 0, output(again)
+    # (That a Dynamo stack re-run changes nothing is test_stack_variants.py's.)
 
     back = cluster.run_playbook(SITE, extra_vars=stack_vars(cluster))
     assert back.rc == 0, output(back)

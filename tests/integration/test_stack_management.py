@@ -1,5 +1,6 @@
-"""A live ServingStack (the Standard example) on a management cluster of its own, reached the way AWX injects a
-Kubernetes credential (K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_VERIFY_SSL, K8S_AUTH_SSL_CA_CERT, plus
+"""A live ServingStack (the Standard example) on a management cluster of its own, converged by site.yml's job template
+launched as AWX launches it (through ansible-runner, tests/integration/awx_jobs.py) with AWX's Kubernetes credential
+injected as AWX injects it (K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_VERIFY_SSL, K8S_AUTH_SSL_CA_CERT, plus
 K8S_AUTH_KUBECONFIG/KUBECONFIG naming a kubeconfig with the same token), and a target cluster named by the spec's
 Kubeconfig secret: two real clusters (testing/cluster). The management cluster's API server takes the AWX token
 through our token webhook (testing/cluster/token_webhook.py) and refuses requests without credentials. The converge
@@ -12,17 +13,29 @@ import base64
 import json
 import os
 import shutil
+import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from cluster.fixtures import WRITE_VERBS, count_requests, running_cluster
+from awx_jobs import job_template, launch_job, script_data
+from cluster.fixtures import WRITE_VERBS, PlaybookResult, count_requests, running_cluster
 from cluster.token_webhook import token_kubeconfig, token_webhook
-from stack_support import REPO, SITE, UPSTREAM, get, manifest, output, releases, stack_vars
+from stack_support import (
+    REPO,
+    UPSTREAM,
+    chart_mirror,
+    example_plan,
+    get,
+    listed,
+    manifest,
+    output,
+    releases,
+    stack_vars,
+)
 
 pytestmark = [
     pytest.mark.playbook,
@@ -74,32 +87,27 @@ def awx_kubeconfig(management) -> Path:
     return Path(management.workdir) / "awx.kubeconfig"
 
 
-def awx_env(management, private: Path) -> dict[str, str]:
-    """What an AWX job with a Kubernetes credential for the management cluster has in its environment."""
-    return {
-        "K8S_AUTH_HOST": management.url,
-        "K8S_AUTH_API_KEY": API_KEY,
-        "K8S_AUTH_VERIFY_SSL": "True",
-        "K8S_AUTH_SSL_CA_CERT": management.ca_file,
-        "K8S_AUTH_KUBECONFIG": str(awx_kubeconfig(management)),
-        "KUBECONFIG": str(awx_kubeconfig(management)),
-        "TMPDIR": str(private),
-    }
-
-
 def converge(cluster, management, **more):
-    """site.yml on the live CR (no servingstack_kubeconfig): returns the run, the management cluster's writes
+    """site.yml's job template launched on the live CR (servingstack_name, no servingstack_kubeconfig) as AWX launches
+    it (tests/integration/awx_jobs.py): through ansible-runner, with AWX's Kubernetes bearer-token credential for the
+    management cluster (K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_VERIFY_SSL, its CA a file of the job:
+    K8S_AUTH_SSL_CA_CERT) and the management kubeconfig credential (K8S_AUTH_KUBECONFIG and KUBECONFIG, a kubeconfig
+    with the same token). Returns the run (its requests those to the target), the management cluster's writes
     ("verb resource" -> count) and the run's requests to it (its audit log's events)."""
     env = more.pop("env", {})
     extra = stack_vars(cluster, servingstack_name="west-gke-stack", servingstack_namespace="platform", **more)
     del extra["servingstack_definition"], extra["servingstack_kubeconfig"]
-    private = Path(tempfile.mkdtemp(dir=cluster.workdir))
-    mark = management.audit_mark()
-    result = cluster.run_playbook(SITE, extra_vars=extra, env={**awx_env(management, private), **env})
+    mark, target_mark = management.audit_mark(), cluster.audit_mark()
+    job = launch_job(Path(cluster.workdir), "converge", job_template("playbooks/site.yml"),
+                     script_data({"_meta": {"hostvars": {}}}), extra, awx_kubeconfig(management).read_text(),
+                     timeout=900, bearer_token=(management.url, API_KEY, Path(management.ca_file).read_text()),
+                     environment=env)
+    result = PlaybookResult(job.rc, job.stdout, job.stderr, job.recap, cluster.requests_since(target_mark))
     events = management.audit_events(mark)
     writes = {key: n for key, n in count_requests(events)["resources"].items() if key.split(" ")[0] in WRITE_VERBS}
     # kubernetes.core leaves its discovery cache (k8srcp-*.json) there; our private files must be gone.
-    left = [path.name for path in private.iterdir() if "kubeconfig" in path.name or "servingstack" in path.name]
+    left = [path.name for path in (job.private_data_dir / "tmp").iterdir()
+            if "kubeconfig" in path.name or "servingstack" in path.name]
     assert left == [], f"temporary files were left behind: {left}"
     return result, writes, events
 
@@ -130,15 +138,18 @@ def test_a_failed_converge_is_recorded_in_the_live_status(cluster, management):
     ready, synced = conditions(live(management))["Ready"], conditions(live(management))["Synced"]
     assert (ready["status"], ready["reason"]) == ("False", "CertManagerFailed"), ready
     assert (synced["status"], synced["reason"]) == ("False", "CertManagerFailed"), synced
-    assert ready["message"].startswith("cert_manager: "), ready
+    assert ready["message"].startswith("cert_manager: Error: "), ready
     # The API server's refusal, in a ValidatingAdmissionPolicy's wording ("... with binding ... denied request: ...").
     assert "denied request" in ready["message"], ready
     assert "trust_manager: not attempted: it needs cert_manager, which did not converge" in ready["message"], ready
     assert ready["observedGeneration"] == generation == status["observedGeneration"]
     components = {entry["name"]: entry for entry in status["components"]}
     assert components["cert_manager"] == {"name": "cert_manager", "ready": False}, components
-    assert components["trust_manager"]["ready"] is False
-    assert components["nfd"]["ready"] is True and components["nfd"]["version"], components
+    assert components["nfd"]["version"], components
+    # A failure blocks only what needs it: the rest converged beside it.
+    assert {name: entry["ready"] for name, entry in components.items()} == {
+        "cert_manager": False, "trust_manager": False, "nfd": True, "nvidia_dra": True, "envoy_gateway": True,
+        "lws": True, "prometheus": True}
     # The gateway converged beside the failure: its address is in the status as before.
     assert status["gateway"]["address"]
 
@@ -338,3 +349,59 @@ def test_a_stack_whose_cluster_dies_during_the_components_is_not_ready(cluster, 
     assert separator, ready
     assert set(failed.split(", ")) == {entry["name"] for entry in before["status"]["components"]}, ready
     assert then.startswith(f"servingstack_status: cannot reach the cluster at {fresh_cluster.url}"), ready
+
+
+# What of the management cluster a converge may touch: the live ServingStack (read, and its status written) and the
+# Secret with the target's kubeconfig (read). The audit log's counts leave the subresource out (STATUS_PATCH).
+MANAGEMENT_REQUESTS = {"get servingstacks.infrastructure.modelplane.ai", STATUS_PATCH, "get secrets"}
+
+
+def install_own_lws(management) -> dict:
+    """The management cluster runs a stack of its own: here its LeaderWorkerSet release, mp-lws in lws-system, the
+    same release a switch of the target to Dynamo prunes there. Installed with helm from the test charts, as
+    the management cluster's own admin (not the AWX token)."""
+    lws = next(entry for entry in example_plan() if entry["name"] == "lws")["releases"][0]
+    helm = shutil.which("helm", path=management.env["PATH"])
+    proc = subprocess.run([helm, "upgrade", "--install", lws["release"], lws["chart"], "--repo", chart_mirror(),
+                           "--version", str(lws["version"]), "--namespace", lws["namespace"], "--create-namespace",
+                           "--kubeconfig", management.kubeconfig],
+                          capture_output=True, text=True, env=management.env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return lws
+
+
+def test_switching_the_stack_prunes_the_target_and_never_the_management_clusters_own_stack(cluster, management):
+    """AWX's credential (K8S_AUTH_*) and the default kubeconfig name the management cluster, which runs a stack of
+    its own: switching the target's ServingStack from Standard to Dynamo uninstalls the target's LeaderWorkerSet,
+    and the management cluster's releases and objects stay as they were; of the converge's requests only the
+    ServingStack's read and status write (and the kubeconfig Secret's read) reach the management cluster."""
+    lws = install_own_lws(management)
+    if lws["release"] not in releases(cluster):  # the Standard stack, unless the earlier tests converged it
+        standard, _writes, _events = converge(cluster, management)
+        assert standard.rc == 0, output(standard)
+    assert lws["release"] in releases(cluster), releases(cluster)
+    own_releases = releases(management)
+    own_objects = {(doc["kind"], doc["metadata"]["name"]): doc["metadata"]["resourceVersion"]
+                   for kind in ("Deployment", "Service", "ServiceAccount")
+                   for doc in listed(management, "apps/v1" if kind == "Deployment" else "v1", kind, lws["namespace"])}
+    assert own_objects, "the management cluster's own release made no objects"
+    before = live(management)
+    patch_spec(management, {"stack": "Dynamo"})
+    try:
+        result, writes, events = converge(cluster, management)
+    finally:
+        patch_spec(management, {"stack": before["spec"].get("stack", "Standard")})
+    assert result.rc == 0, output(result)
+    # The target: Dynamo converged, the Standard stack's LeaderWorkerSet uninstalled.
+    found = releases(cluster)
+    assert lws["release"] not in found, found
+    assert {"mp-kai-scheduler", "mp-grove-charts"} <= {name for name, r in found.items() if r["status"] == "deployed"}
+    # The management cluster: its own stack untouched, and reached only for the ServingStack and its Secret.
+    assert releases(management) == own_releases
+    assert {(doc["kind"], doc["metadata"]["name"]): doc["metadata"]["resourceVersion"]
+            for kind in ("Deployment", "Service", "ServiceAccount")
+            for doc in listed(management, "apps/v1" if kind == "Deployment" else "v1", kind, lws["namespace"])} \
+        == own_objects
+    requested = set(count_requests(events)["resources"])
+    assert requested <= MANAGEMENT_REQUESTS, sorted(requested - MANAGEMENT_REQUESTS)
+    assert set(writes) == {STATUS_PATCH}, writes

@@ -204,28 +204,23 @@ def test_the_live_stack_reconverges_without_changes(management):
     assert set(write_verbs(result)) <= {"patch"}, result.requests
 
 
-def test_dropping_every_client_ca_removes_the_bundle_and_the_policy(management):
+def test_dropping_the_client_cas_and_the_hostname_removes_their_objects(management):
+    """Every client CA (the bundle and its policy go) and the hostname (its certificates, their Secrets and the issuer
+    chain go) dropped at once; check mode first writes nothing."""
     cluster = management
-    apply(cluster, live_stack(gateway={"hostname": HOSTNAME,
-                                       "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}))
+    assert get(cluster, "cert-manager.io/v1", "Certificate", "mp-gateway-tls", GATEWAY_NS) is not None
+    assert get(cluster, "cert-manager.io/v1", "ClusterIssuer", "mp-gateway-ca") is not None
+    apply(cluster, live_stack(gateway={"listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}))
     mark = cluster.audit_mark()
     preview = run_live(cluster, check=True)
     assert preview.rc == 0, output(preview)
     assert committed_writes(cluster, mark) == [], "check mode wrote to the cluster"
     assert_client_cas(cluster, CAS[:1])
+
     result = run_live(cluster)
     assert result.rc == 0, output(result)
     assert listed(cluster, "v1", "ConfigMap", GATEWAY_NS, label_selector="modelplane.ai/client-ca") == []
     assert listed(cluster, "gateway.envoyproxy.io/v1alpha1", "ClientTrafficPolicy", GATEWAY_NS) == []
-
-
-def test_dropping_the_hostname_removes_its_certificates_secrets_and_issuer_chain(management):
-    cluster = management
-    assert get(cluster, "cert-manager.io/v1", "Certificate", "mp-gateway-tls", GATEWAY_NS) is not None
-    assert get(cluster, "cert-manager.io/v1", "ClusterIssuer", "mp-gateway-ca") is not None
-    apply(cluster, live_stack(gateway={"listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}))
-    result = run_live(cluster)
-    assert result.rc == 0, output(result)
     gateway = get(cluster, "gateway.networking.k8s.io/v1", "Gateway", "inference-gateway", GATEWAY_NS)
     assert [listener["name"] for listener in gateway["spec"]["listeners"]] == ["http"]
     for api, kind, name, namespace in (

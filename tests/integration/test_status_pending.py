@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from stack_support import GAIE_CRD_FILES, REPO, UPSTREAM, chart_mirror, get, manifest
+from stack_support import REPO, UPSTREAM, get, manifest
 
 pytestmark = [
     pytest.mark.playbook,
@@ -47,13 +47,13 @@ def cluster(tmp_path_factory):
 
 
 def report(cluster, tmp_path) -> dict:
-    """The role's finish step (finish.yml) for the live ServingStack, its one component converged; returns the Ready
-    condition."""
+    """The role's last steps (status.yml reads the gateway, finish.yml writes the status) for the live ServingStack,
+    its one component converged; returns the Ready condition."""
     playbook = tmp_path / "finish.yml"
     playbook.write_text(yaml.safe_dump([{
         "name": "Report a stack's status.", "hosts": "localhost", "gather_facts": False,
-        "tasks": [{"name": "Report.", "ansible.builtin.include_role": {
-            "name": "modelplane.serving.servingstack", "tasks_from": "finish.yml"}}],
+        "tasks": [{"name": f"Run {step}.", "ansible.builtin.include_role": {
+            "name": "modelplane.serving.servingstack", "tasks_from": step}} for step in ("status.yml", "finish.yml")],
     }]))
     result = cluster.run_playbook(playbook, extra_vars={
         "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform",
@@ -89,51 +89,3 @@ def test_a_gateway_not_programmed_gives_its_condition_message(cluster, tmp_path)
     assert (first["status"], first["reason"]) == ("False", "GatewayAddressPending"), first
     assert first["message"] == (f"the Gateway {NS}/inference-gateway is not Programmed: "
                                 "listener http: no route kinds are supported")
-
-
-def test_the_role_in_a_play_of_its_own_records_the_failed_component(fresh_cluster, tmp_path):
-    """servingstack_parallel false (the role in any play): a failed component stops the components that need it,
-    and the role writes it, and the ones it stopped, to the live status before the run fails."""
-    import base64
-    from pathlib import Path
-
-    cluster = fresh_cluster
-    doc = manifest()
-    doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
-    cluster.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                    "crd/servingstacks.infrastructure.modelplane.ai")
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "west-gke-kubeconfig", "namespace": "platform"},
-         "type": "Opaque", "data": {"kubeconfig": base64.b64encode(Path(cluster.kubeconfig).read_bytes()).decode()}},
-        doc,
-    ]))
-    playbook = tmp_path / "role.yml"
-    playbook.write_text(yaml.safe_dump([{
-        "name": "Converge with the role alone.", "hosts": "localhost", "gather_facts": False,
-        "roles": [{"role": "modelplane.serving.servingstack"}],
-    }]))
-    # A ValidatingAdmissionPolicy refuses cert-manager's Deployments: its atomic install fails and is rolled back.
-    allow = cluster.deny_writes("Deployment", "cert-manager", "mp-cert-manager")
-    try:
-        result = cluster.run_playbook(playbook, extra_vars={
-            "servingstack_name": "west-gke-stack", "servingstack_namespace": "platform",
-            "servingstack_chart_mirror": chart_mirror(),
-            # Envoy Gateway converges beside the failure: it reads the GAIE CRDs offline, as in every test.
-            "envoy_gateway_inference_crds_url": [path.as_uri() for path in GAIE_CRD_FILES]})
-    finally:
-        allow()
-    assert result.rc != 0, result.stdout[-4000:]
-    assert "cert-manager did not converge" in result.stdout, result.stdout[-4000:]
-    status = get(cluster, API, "ServingStack", "west-gke-stack", "platform")["status"]
-    ready = {condition["type"]: condition for condition in status["conditions"]}["Ready"]
-    assert (ready["status"], ready["reason"]) == ("False", "CertManagerFailed"), ready
-    # The API server's refusal (a ValidatingAdmissionPolicy's wording: "... with binding ... denied request: ...").
-    message = ready["message"]
-    assert message.startswith("cert_manager: Error: ") and "denied request" in message, message
-    assert "trust_manager: not attempted: it needs cert_manager, which did not converge" in ready["message"], ready
-    # Used alone, the role converges the components one after the other; a failure blocks only what needs it.
-    assert {entry["name"]: entry["ready"] for entry in status["components"]} == {
-        "cert_manager": False, "trust_manager": False, "nfd": True, "nvidia_dra": True, "envoy_gateway": True,
-        "lws": True, "prometheus": True}

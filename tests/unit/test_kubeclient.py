@@ -94,3 +94,81 @@ def test_a_cluster_that_stops_answering_after_connect_is_named_on_read():
 ])
 def test_reasons_are_short(error, reason):
     assert kubeclient.reason(error) == reason
+
+
+def test_a_cluster_that_accepts_connections_and_never_answers_fails_within_the_deadline(tmp_path, monkeypatch):
+    import socket
+    import time
+
+    import yaml
+
+    monkeypatch.setattr(kubeclient, "CONNECT_TIMEOUT", 1)
+    # A black hole: the kernel accepts the connections (the listen backlog), nothing ever answers, not even TLS.
+    with socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(16)
+        url = f"https://127.0.0.1:{hole.getsockname()[1]}"
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                  "clusters": [{"name": "c", "cluster": {"server": url}}],
+                  "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                  "users": [{"name": "u", "user": {"token": "not-shown"}}]}
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        started = time.monotonic()
+        with pytest.raises(kubeclient.KubeReadError) as raised:
+            kubeclient.connect(str(path))
+        took = time.monotonic() - started
+    # One connection and one retry, each bounded by the connect timeout (the TLS handshake included).
+    assert took < (kubeclient.CONNECT_RETRIES + 1) * 1 + 2, took
+    assert str(raised.value).startswith(f"cannot reach the cluster at {url}: ")
+    assert "timed out" in str(raised.value)
+    assert "not-shown" not in str(raised.value)
+
+
+def test_every_request_gets_the_deadlines_unless_it_names_its_own():
+    sent = []
+
+    class Rest:
+        pool_manager = type("Pool", (), {"connection_pool_kw": {}})()
+
+        def request(self, method, url, _request_timeout=None, **kwargs):
+            sent.append(_request_timeout)
+
+    client = type("ApiClient", (), {"rest_client": Rest()})()
+    kubeclient.with_deadlines(client)
+    client.rest_client.request("GET", "/version")
+    client.rest_client.request("GET", "/version", _request_timeout=5)
+    assert sent == [(kubeclient.CONNECT_TIMEOUT, kubeclient.READ_TIMEOUT), 5]
+    assert client.rest_client.pool_manager.connection_pool_kw["retries"].read == 0
+
+
+def test_an_answer_that_asks_to_come_back_is_asked_again():
+    """A 429 with Retry-After (a CRD the API server is still setting up to serve) is retried after the delay, as the
+    client's own default does; a connection is the only other thing retried."""
+    import http.server
+    import threading
+
+    import urllib3
+
+    hits = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            self.send_response(429 if len(hits) == 1 else 200)
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rest = type("Rest", (), {"pool_manager": urllib3.PoolManager(), "request": lambda *a, **k: None})()
+        kubeclient.with_deadlines(type("ApiClient", (), {"rest_client": rest})())
+        answer = rest.pool_manager.request("GET", f"http://127.0.0.1:{server.server_port}/apis/example.com/v1/things")
+    finally:
+        server.shutdown()
+    assert (answer.status, len(hits)) == (200, 2)

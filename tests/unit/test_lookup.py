@@ -271,6 +271,10 @@ def test_objects_reads_named_objects_lists_and_absent_ones_in_term_order(api):
     assert sorted(item["metadata"]["name"] for item in found[2]) == ["a", "c"]
     assert {(item["apiVersion"], item["kind"]) for item in found[2]} == {("v1", "ConfigMap")}
     assert found[3] is None and found[4] == []
+    # metadata_only: the same list, each item its metadata alone (the API server's PartialObjectMetadata).
+    (thin,) = read_objects(kubeconfig, {**listed, "metadata_only": True})
+    assert sorted(item["metadata"]["name"] for item in thin) == ["a", "c"]
+    assert all("data" not in item and item["metadata"]["labels"] == {"pick": "yes"} for item in thin), thin
     # With refs, one list of what exists, as references: nothing of the data, the absent ones left out.
     refs = run_lookup(servingstack_objects, (named, [missing, listed], unserved, unserved_list), kubeconfig=kubeconfig,
                       refs=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import components, plan, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import components, converge, plan, spec
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import Chart, Component
 from servingstack_docs import DYNAMO_EXAMPLE, load_example
 
@@ -84,6 +84,8 @@ def test_component_entry_shape():
         }],
         "manifests": [],
         "ingress": False,
+        # trust_manager needs it: installed with helm's wait.
+        "wait": True,
     }
 
 
@@ -174,7 +176,6 @@ def test_crd_groups_are_the_groups_of_the_crds_each_chart_templates():
     """Against the test charts' facts (testing/charts/<chart>/facts.yaml, which follow each upstream chart's layout)
     at the planned versions: templated CRDs' groups are listed (helm refuses a template over another release's
     object); crds/ folder ones are not (helm skips those without asking whose they are)."""
-    from pathlib import Path
 
     import yaml
 
@@ -222,26 +223,34 @@ SECRETS = [{"type": "Kubeconfig", "name": "kubeconfig", "key": "kubeconfig"}]
 
 
 def test_teardown_takes_the_ingress_down_first_then_the_rest_in_reverse_install_order():
-    """What the servingstack role's absent.yml and prune.yml loop over: the plan entries, reordered."""
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar
-
-    tasks = Path(__file__).resolve().parents[2] / "roles" / "servingstack" / "tasks"
-    [absent, _prune] = DataLoader().load_from_file(str(tasks / "absent.yml"), trusted_as_template=True)
-    [_find, prune] = DataLoader().load_from_file(str(tasks / "prune.yml"), trusted_as_template=True)
+    """What the servingstack role's teardown and prune loop over: the plan entries, reordered (converge.py)."""
     for stack in ("Standard", "Dynamo"):
         names = [component.name for component in plan.components_for(stack)]
         ingress = [component.name for component in plan.components_for(stack) if component.ingress]
         assert ingress == ["envoy_gateway"], "the table names the gateway as where requests enter"
         defaulted = spec.defaulted_spec({"stack": stack, "secrets": SECRETS})
         entries = plan.build_plan(defaulted)
-        down = Templar(loader=DataLoader(), variables={"servingstack_plan": entries}).template(absent["loop"])
+        down = converge.teardown(entries, [])
         assert [entry["name"] for entry in down] == ingress + [name for name in reversed(names) if name not in ingress]
-        # The other stack's components, as a converge prunes them, in the prune plan's order.
+        # Then the other stack's components found installed, as found.
         pruned = plan.prune_plan(defaulted)
-        assert Templar(loader=DataLoader(), variables={"servingstack_prune_found": pruned}).template(prune["loop"]) \
-            == pruned
+        assert converge.teardown(entries, pruned)[len(entries):] == pruned
+        # The other stack's components, as a converge prunes them (converge.installed), in the prune plan's order.
+        pruned = plan.prune_plan(defaulted)
+        assert converge.installed(pruned, everything_installed(pruned)) == pruned
         # Whatever order they come in, where requests enter goes first and the rest keep their order.
         assert names.index("envoy_gateway") > 0
-        found = Templar(loader=DataLoader(), variables={"servingstack_prune_found": entries}).template(prune["loop"])
+        found = converge.installed(entries, everything_installed(entries))
         assert [entry["name"] for entry in found] == ingress + [name for name in names if name not in ingress]
+
+
+def everything_installed(entries: list[dict]) -> list[list[dict]]:
+    """What servingstack_objects reads for converge.prune_queries(entries) when every one of them is installed."""
+    found = []
+    for query in converge.prune_queries(entries):
+        if query["kind"] == "Secret":
+            found.append([{"metadata": {"labels": {"name": release["release"]}}}
+                          for entry in entries for release in entry["releases"]])
+        else:
+            found.append([{"metadata": {"name": entry["namespace"]}} for entry in entries])
+    return found

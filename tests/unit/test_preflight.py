@@ -426,48 +426,71 @@ def test_unreadable_release_secrets_or_crds_fail_the_lookup_naming_the_read(look
 # --------------------------------------------------------------------------- the role runs it first
 
 
+def target_block() -> list[dict[str, Any]]:
+    """The tasks of the servingstack role's converge on the target cluster (tasks/main.yml's one block there)."""
+    [converge] = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
+    return target
+
+
+def step(task: dict[str, Any]) -> str:
+    """What a task of the target block does, in a word (or the task file it includes)."""
+    if "ansible.builtin.set_fact" in task:
+        return "preflight" if "servingstack_preflight_found" in task["ansible.builtin.set_fact"] else "failed"
+    if "ansible.builtin.include_role" in task:
+        return "teardown" if task["name"].startswith("Tear") else "prune"
+    if "block" in task:
+        return "wait"
+    return task.get("ansible.builtin.include_tasks") or task["ansible.builtin.import_tasks"]
+
+
 def steps(**extra: Any) -> list[str]:
-    """The steps the servingstack role's converge takes on the target cluster (tasks/main.yml), in order: the preflight
-    lookup and the task files, each whose ``when`` holds for the role's defaults with ``extra`` over them."""
+    """The steps the servingstack role's converge takes on the target cluster, in order: each task of the block whose
+    ``when`` holds for the role's defaults with ``extra`` over them, before any component ran."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
     loader = DataLoader()
-    variables = {**loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True), **extra}
+    variables = {**loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True),
+                 "servingstack_outcomes": {}, "servingstack_failed": {}, "servingstack_stuck": [], **extra}
     templar = Templar(loader=loader, variables=variables)
-    [converge] = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
     taken = []
-    for task in target:
+    for task in target_block():
         when = task.get("when")
-        if when is None or templar.template(trust_as_template("{{ " + when + " }}")):
-            taken.append("preflight" if "ansible.builtin.set_fact" in task else task["ansible.builtin.include_tasks"])
+        conditions = [] if when is None else when if isinstance(when, list) else [when]
+        if all(templar.template(trust_as_template("{{ " + condition + " }}")) for condition in conditions):
+            taken.append(step(task))
     return taken
 
 
 def test_a_converge_checks_the_cluster_before_it_installs_anything():
-    assert steps() == ["preflight", "present_component.yml"]
-    assert steps(servingstack_parallel=True) == ["preflight", "handoff.yml"]
+    assert steps() == ["preflight", "component.yml", "failed", "prune", "status.yml"]
 
 
 def test_the_preflight_runs_on_every_converge_turned_off_or_not_and_not_on_a_teardown():
-    assert steps(servingstack_state="absent") == ["absent.yml"]
+    # A teardown reads which of the other stack's components are installed (the same task), not the preflight.
+    assert steps(servingstack_state="absent") == ["preflight", "teardown"]
     # servingstack_preflight false turns the cluster checks off; what another Helm release owns is still refused.
-    assert steps(servingstack_preflight=False) == ["preflight", "present_component.yml"]
+    assert steps(servingstack_preflight=False) == ["preflight", "component.yml", "failed", "prune", "status.yml"]
 
 
 def test_the_preflight_task_gives_the_lookup_the_plan_adopt_the_checks_and_the_target_cluster():
-    [converge] = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-    [target] = [task["block"] for task in converge["block"] if task["name"] == "Work on the target cluster."]
-    [task] = [task for task in target if "ansible.builtin.set_fact" in task]
+    [task] = [task for task in target_block() if step(task) == "preflight"]
     call = " ".join(task["ansible.builtin.set_fact"]["servingstack_preflight_found"].split())
     assert call == ("{{ lookup('modelplane.serving.servingstack_preflight', plan=servingstack_plan, "
                     "adopt=servingstack_adopt | bool, cluster_checks=servingstack_preflight | bool, "
-                    "kubeconfig=servingstack_target_kubeconfig) }}")
+                    "kubeconfig=servingstack_target_kubeconfig) if servingstack_state == 'present' else {} }}")
 
 
-def test_the_readme_shows_the_message_the_pins_give():
-    """The README's example names the floor the pins set; a new pin with another floor changes the example."""
+def test_the_preflight_guide_shows_the_message_the_pins_give():
+    """The preflight guide's example names the floor the pins set; a new pin with another floor changes the example."""
     message = preflight.version_problem("v1.31.4", preflight.floors(STANDARD))
-    section = (REPO / "README.md").read_text().split("### Preflight", 1)[1].split("\n### ", 1)[0]
-    assert f"`{message}`" in section
+    guide = (REPO / "docs" / "docsite" / "rst" / "spec.rst").read_text()
+    section = guide.split("\nPreflight\n---------\n", 1)[1].split("\n.. _", 1)[0]
+    assert f"``{message}``" in section
+
+
+def test_releases_a_killed_run_left_pending_are_recovered_before_any_component():
+    stuck = [{"release": "mp-lws", "namespace": "lws-system", "action": "rollback", "revision": 1}]
+    assert steps(servingstack_stuck=stuck) == ["preflight", "recover.yml", "component.yml", "failed", "prune",
+                                               "status.yml"]

@@ -1,8 +1,8 @@
 """The component roles' Helm values, templates and interfaces.
 
-Each role's variables are rendered with Ansible's own templating, as the play does in
-modelplane.serving.component's tasks (the role's and the component role's defaults, the test's extra vars, their
-vars, then the vars of the one task of roles/component/tasks/main.yml), and every values key is checked against
+Each role's variables are rendered with Ansible's own templating, as the play does in the steps of
+modelplane.serving.component a component role imports (the role's and the component role's defaults, the role's
+templates on the search path, the test's extra vars, then their vars), and every values key is checked against
 the chart's upstream values.yaml. Objects of custom kinds are validated against their upstream CRD schema. Every
 role's argument specs mirror its defaults, and every component role holds only what differs from the others.
 """
@@ -62,22 +62,15 @@ def _load(path: Path) -> dict[str, Any]:
 COMPONENT = ROLES / "component"
 
 
-def _component_tasks(name: str = "main") -> list[dict[str, Any]]:
+def _component_tasks(name: str) -> list[dict[str, Any]]:
     from ansible.parsing.dataloader import DataLoader
 
     return DataLoader().load_from_file(str(COMPONENT / "tasks" / f"{name}.yml"), trusted_as_template=True)
 
 
-def _rendered_vars() -> dict[str, Any]:
-    """The vars of the one task of modelplane.serving.component (the values by chart, the objects, the mirrored
-    releases), templated when read, as Ansible templates them where the included tasks use them."""
-    [task] = _component_tasks()
-    assert "component_charts" in task["vars"], "the component's values are rendered by its one task's vars"
-    return task["vars"]
-
-
 def templar(role: str, **extra: Any):
-    """An Ansible Templar as modelplane.serving.component's tasks see the variables of component role ``role``."""
+    """An Ansible Templar as modelplane.serving.component's steps see the variables of component role ``role``: the
+    role's templates on the search path, its values template named as its tasks/main.yml names it."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
 
@@ -86,11 +79,12 @@ def templar(role: str, **extra: Any):
     for folder in (ROLES / role, COMPONENT):
         if (folder / "defaults" / "main.yml").exists():
             variables.update(_load(folder / "defaults" / "main.yml"))
-    variables.update({"component_name": role, "role_path": str(COMPONENT), "component_state": "present", **extra})
+    values = ROLES / role / "templates" / "values.yaml.j2"
+    variables.update({"component_name": role, "ansible_search_path": [str(ROLES / role)], "component_state": "present",
+                      "component_values_template": values.name if values.exists() else "", **extra})
     for folder in (ROLES / role, COMPONENT):
         if (folder / "vars" / "main.yml").exists():
             variables.update(_load(folder / "vars" / "main.yml"))
-    variables.update(_rendered_vars())
     return Templar(loader=DataLoader(), variables=variables)
 
 
@@ -107,7 +101,7 @@ def render(role: str, template: str, **extra: Any) -> list[dict[str, Any]]:
 
 
 def by_chart(role: str, **extra: Any) -> dict[str, dict[str, Any]]:
-    """Chart name -> values, as modelplane.serving.component hands them to kubernetes.core.helm (present.yml)."""
+    """Chart name -> values, as modelplane.serving.component hands them to kubernetes.core.helm (releases.yml)."""
     releases = var(role, "component_charts", **extra)["releases"]
     return {release["chart"]: release["release_values"] for release in releases}
 
@@ -595,10 +589,32 @@ MAY_HOLD = {
 }
 
 
+SHARED_STEPS = {"releases.yml", "objects.yml"}
+
+
 @pytest.mark.parametrize("role", COMPONENT_ROLES)
-def test_a_component_role_includes_the_shared_converge_and_nothing_else_in_main(role):
-    assert _yaml(ROLES / role / "tasks" / "main.yml") == _yaml(ROLES / "lws" / "tasks" / "main.yml") == [
-        {"name": "Converge the component.", "ansible.builtin.import_role": {"name": "modelplane.serving.component"}}]
+def test_a_component_roles_main_shows_every_step_naming_the_component(role):
+    """The contract (roles/component/README.md): each task of a component role's tasks/main.yml is a shared step of
+    modelplane.serving.component imported by name, or a step of its own in a file of its own (envoy_gateway reads its
+    spec section first), and each names the component; the templates a step renders are the role's own."""
+    for task in _yaml(ROLES / role / "tasks" / "main.yml"):
+        assert task["vars"]["component_name"] == role, (role, task["name"])
+        if "ansible.builtin.import_role" in task:
+            assert task["ansible.builtin.import_role"]["name"] == "modelplane.serving.component"
+            assert task["ansible.builtin.import_role"]["tasks_from"] in SHARED_STEPS, (role, task["name"])
+            for template in (task["vars"].get("component_values_template"),
+                             task["vars"].get("component_objects_template")):
+                assert template is None or (ROLES / role / "templates" / template).is_file(), (role, template)
+        elif "ansible.builtin.include_tasks" in task:
+            assert (ROLES / role / "tasks" / task["ansible.builtin.include_tasks"]).is_file(), (role, task["name"])
+        else:
+            assert role == "envoy_gateway" and "ansible.builtin.set_fact" in task, (role, task["name"])
+
+
+def test_no_role_guesses_its_caller_or_reaches_into_another_roles_folder():
+    said = [str(path.relative_to(ROLES)) for path in ROLES.rglob("*.yml")
+            if "ansible_parent_role_names" in path.read_text() or "role_path" in path.read_text()]
+    assert said == []
 
 
 @pytest.mark.parametrize("role", COMPONENT_ROLES)
@@ -679,6 +695,7 @@ def test_modelexpress_objects_are_the_crds_then_the_server_and_teardown_keeps_th
     objects = render("modelexpress", "objects.yaml.j2", **extra)
     assert [d["kind"] for d in objects] == ["CustomResourceDefinition"] * 2 + [
         "Namespace", "ServiceAccount", "Role", "RoleBinding", "Deployment", "Service"]
+    extra["component_objects_template"] = "objects.yaml.j2"
     teardown = _teardown_finds("modelexpress", **extra)["component_objects_found"]
     assert [d["kind"] for d in teardown] == ["Service", "Deployment", "RoleBinding", "Role", "ServiceAccount",
                                              "Namespace"]
@@ -701,8 +718,9 @@ def test_modelexpress_selector_survives_custom_labels():
 
 
 def _gateway_facts(**extra: Any) -> dict[str, Any]:
-    """What envoy_gateway's tasks/spec.yml sets, first in both present.yml and absent.yml, with its task's vars."""
-    [task] = _load(ROLES / "envoy_gateway" / "tasks" / "spec.yml")
+    """What envoy_gateway's first step sets (its tasks/main.yml, for both states), with its task's vars."""
+    tasks = _load(ROLES / "envoy_gateway" / "tasks" / "main.yml")
+    [task] = [task for task in tasks if "ansible.builtin.set_fact" in task]
     templar_ = templar("envoy_gateway", **extra, **task.get("vars", {}))
     return {name: templar_.template(value) for name, value in task["ansible.builtin.set_fact"].items()}
 
@@ -758,37 +776,44 @@ def _holds(templar_: Any, when: Any) -> bool:
 
 
 def _teardown_finds(role: str, **extra: Any) -> dict[str, Any]:
-    """What modelplane.serving.component's tasks/absent.yml finds to delete (its tasks' vars)."""
-    templar_ = templar(role, component_state="absent", **extra)
-    return {name: templar_.template(value) for task in _component_tasks("absent")
-            for name, value in task.get("vars", {}).items()}
-
-
-# The objects a kubernetes.core.k8s task of the converge applies or deletes -> the step it is.
-OBJECT_STEPS = {"component_prerequisites": "prerequisites.yml", "component_prerequisites_found": "prerequisites.yml",
-                "component_objects": "objects.yml", "component_objects_found": "objects.yml"}
+    """What modelplane.serving.component's objects step finds to delete on absent (its delete task's vars)."""
+    templar_ = templar(role, **{"component_state": "absent", **extra})
+    [delete] = [task for task in _component_tasks("objects") if task["kubernetes.core.k8s"].get("state") == "absent"]
+    return {name: templar_.template(value) for name, value in delete.get("vars", {}).items()}
 
 
 def _steps(role: str, **extra: Any) -> list[str]:
-    """The steps modelplane.serving.component takes for ``role``: each task of the file component_state names whose
-    ``when`` holds (with the task's own vars), named by the task file it includes, the objects it applies or deletes,
-    or "releases" for the Helm releases. A run not in check mode that changed no release (component_helm)."""
+    """The steps component role ``role`` takes (its tasks/main.yml), in order, for component_state: each task whose
+    ``when`` holds (with its vars), named "releases" (on absent "uninstall.yml") when it has releases, by the object
+    template it applies or deletes when that renders objects ("prerequisites.yml" or "objects.yml"), or by the task
+    file of its own it includes. A run not in check mode that changed no release (component_helm)."""
     base = templar(role, **extra)
     state = base.template(base.available_variables["component_state"])
     steps = []
-    for task in _component_tasks(state):
+    for task in _yaml(ROLES / role / "tasks" / "main.yml"):
         variables = {**base.available_variables, "ansible_check_mode": False, "component_helm": {"changed": False},
                      **task.get("vars", {})}
         templar_ = base.copy_with_new_env(available_variables=variables)
-        if "kubernetes.core.helm" in task:
-            steps += ["releases"] if templar_.template(task["loop"]) else []
-        elif task.get("loop") or not _holds(templar_, task.get("when")):
-            continue  # the CRDs to keep: read only after a release changed
-        elif "ansible.builtin.include_tasks" in task:
-            steps.append(Path(templar_.template(task["ansible.builtin.include_tasks"])).name)
+        if not _holds(templar_, task.get("when")) or "ansible.builtin.set_fact" in task:
+            continue
+        if "ansible.builtin.include_tasks" in task:
+            steps.append(task["ansible.builtin.include_tasks"])
+        elif task["ansible.builtin.import_role"]["tasks_from"] == "releases.yml":
+            if templar_.template(trust("{{ component_entry.releases }}")):
+                steps.append("releases" if state == "present" else "uninstall.yml")
         else:
-            steps.append(OBJECT_STEPS[task["kubernetes.core.k8s"]["definition"].strip("{} ")])
+            found = (templar_.template(trust("{{ component_objects }}")) if state == "present"
+                     else _teardown_finds(role, **extra, **task["vars"])["component_objects_found"])
+            if found:
+                steps.append("prerequisites.yml" if task["vars"]["component_objects_template"].startswith("prereq")
+                             else "objects.yml")
     return steps
+
+
+def trust(expression: str) -> Any:
+    from ansible.template import trust_as_template
+
+    return trust_as_template(expression)
 
 
 @pytest.mark.parametrize(("role", "extra", "present", "absent"), [
@@ -810,30 +835,15 @@ def test_a_converge_runs_only_the_steps_the_component_has_in_order_and_teardown_
     assert _steps(role, component_state="absent", **extra) == absent
 
 
-def test_the_component_name_is_the_role_that_imported_the_component_under_the_stack_or_in_a_play():
-    """component_name (the values, the objects, the plan entry) is read by the component's own tasks, whose parent
-    is the component role that imported it, under the servingstack role or in a play of the user's; the
-    collection's own component role is passed over wherever it appears."""
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
-
-    for parents in (["modelplane.serving.lws", "modelplane.serving.servingstack"], ["modelplane.serving.lws"],
-                    ["modelplane.serving.component", "modelplane.serving.lws", "modelplane.serving.servingstack"]):
-        variables = _load(COMPONENT / "defaults" / "main.yml") | {"ansible_parent_role_names": parents}
-        name = Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ component_name }}"))
-        assert name == "lws", parents
-
-
 def test_the_releases_get_the_values_the_component_renders_for_every_step():
-    """component_charts is rendered in one place, the vars of the include of present.yml or absent.yml, and both
-    kubernetes.core.helm (present.yml) and the CRD rendering of a teardown (uninstall.yml) loop over its releases and
-    take each one's values."""
-    [task] = _component_tasks()
-    assert task["ansible.builtin.include_tasks"] == "{{ component_state }}.yml"
-    for step in ("present", "absent", "uninstall", "login"):
+    """component_charts is rendered in one place (modelplane.serving.component's defaults, templated where used), and
+    both kubernetes.core.helm (releases.yml) and the CRD rendering of a teardown (uninstall.yml) loop over its releases
+    and take each one's values."""
+    assert "component_charts" in _load(COMPONENT / "defaults" / "main.yml")
+    for step in ("releases", "objects", "uninstall", "login"):
         assert not [name for task in _component_tasks(step) for name in task.get("vars", {})
-                    if name in _rendered_vars()], f"{step}.yml renders nothing again"
-    for step, module in (("present.yml", "kubernetes.core.helm"), ("uninstall.yml", "kubernetes.core.helm_template")):
+                    if name == "component_charts"], f"{step}.yml renders nothing again"
+    for step, module in (("releases.yml", "kubernetes.core.helm"), ("uninstall.yml", "kubernetes.core.helm_template")):
         [task] = [task for task in _yaml(COMPONENT / "tasks" / step) if module in task]
         assert task[module]["release_values"] == "{{ component_release.release_values }}"
         assert task["loop"] == "{{ component_charts.releases }}"

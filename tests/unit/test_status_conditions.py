@@ -128,7 +128,6 @@ WRAPPED = ("Task failed: Action failed: Task failed: Finalization of task args f
 
 @pytest.mark.parametrize(("path", "task", "fact"), [
     ("main.yml", "Keep why the converge stopped, and where.", "servingstack_stopped"),
-    ("finish.yml", "Keep why the converge stopped after the components ran.", "servingstack_stopped"),
     ("status_only.yml", "Keep why the status could not be read.", "servingstack_status_error"),
 ])
 @pytest.mark.parametrize(("message", "kept"), [
@@ -144,34 +143,13 @@ def test_a_rescue_keeps_the_failed_tasks_message_on_one_line_without_ansibles_la
 
 
 def test_a_failed_components_message_is_kept_the_same_way():
-    [component] = yaml.safe_load((ROLE / "tasks" / "present_component.yml").read_text())
-    [record] = [task for task in component["rescue"] if task["name"] == "Record why the component failed."]
+    [component] = yaml.safe_load((ROLE / "tasks" / "component.yml").read_text())
+    [record] = [task for task in component["rescue"] if task["name"].startswith("Record why the component failed")]
     failed = {"results": [{"failed": False}, {"failed": True, "msg": WRAPPED}], "msg": "One or more items failed"}
     outcomes = role_template(record["ansible.builtin.set_fact"]["servingstack_outcomes"],
-                             ansible_failed_result=failed, servingstack_component_entry={"name": "lws"})
+                             ansible_failed_result=failed, servingstack_component_entry={"name": "lws"},
+                             servingstack_outcomes={})
     assert outcomes == {"lws": {"state": "failed", "msg": "servingstack_objects: cannot reach the cluster"}}
-
-
-def test_the_components_that_did_not_converge_are_named_with_why_in_plan_order():
-    [finish, *_rest] = yaml.safe_load((ROLE / "tasks" / "finish.yml").read_text())
-    [name] = [task for task in finish["block"] if task["name"] == "Name the components that did not converge, and why."]
-    plan = [{"name": name} for name in "abcde"]
-    # "z" is not in this plan (an outcome of a component the spec no longer has): not named.
-    own = {"a": {"state": "failed", "msg": "boom"}, "c": {"state": "previewed", "msg": ""}, "z": {"state": "failed"}}
-    lane = {"b": {"state": "not attempted", "msg": "needs a"}, "e": {"state": "converged", "msg": ""}}
-
-    def failed(**variables):
-        from ansible.template import trust_as_template
-
-        outcomes = trust_as_template(name["vars"]["servingstack_not_converged"])
-        return role_template(name["ansible.builtin.set_fact"]["servingstack_failed"], servingstack_plan=plan,
-                             servingstack_not_converged=outcomes, **variables)
-
-    lanes = {"servingstack_lane_peers": ["lane"], "hostvars": {"lane": {"servingstack_outcomes": lane}}}
-    found = failed(servingstack_outcomes=own, **lanes)
-    assert list(found.items()) == [("a", "boom"), ("b", "needs a"), ("d", "did not run (see the run's output)")]
-    everything = {name: {"state": "converged", "msg": ""} for name in "abcde"}
-    assert failed(servingstack_outcomes=everything, hostvars={}) == {}
 
 
 def service(ingress=None, kind="LoadBalancer"):
@@ -273,7 +251,7 @@ def test_a_gateway_key_no_longer_wanted_is_removed_and_others_left_alone():
     ("preflight", "the cluster does not serve resource.k8s.io (DRA), which the NVIDIA DRA driver needs",
      "PreflightFailed"),
     ("components", "cannot reach the cluster at https://127.0.0.1:41003: Connection refused", "ClusterUnreachable"),
-    ("components", "the lanes could not be handed out", "ConvergeFailed"),
+    ("components", "the plan could not be ordered", "ConvergeFailed"),
 ])
 def test_a_stopped_converge_gets_the_reason_of_where_and_why_it_stopped(stopped_at, message, reason):
     assert status.stopped_reason(stopped_at, message) == reason
@@ -341,3 +319,27 @@ def test_a_converge_whose_target_died_after_its_components_records_them_and_why_
     # Stopped before the components were done, the same parameters leave status.components alone.
     _update, early = status.status_update(current, {**params, "stopped_at": "components"}, LATER)
     assert "components" not in early
+
+
+@pytest.mark.parametrize(("message", "reason"), [
+    ("another converge of the target cluster https://10.0.0.1:6443 is running: AWX job 7, ansible-playbook pid 12 "
+     "on ee-1, started 2026-12-06T21:00:05Z holds the Lease kube-system/modelplane-servingstack",
+     "ConvergeInProgress"),
+    ("servingstack_lease: taking the Lease kube-system/modelplane-servingstack: cannot reach the cluster at "
+     "https://127.0.0.1:41003: HTTPSConnectionPool(host='127.0.0.1', port=41003): Read timed out.",
+     "ClusterUnreachable"),
+    ("servingstack_lease: taking the Lease kube-system/modelplane-servingstack on the cluster at https://x: "
+     "403 Forbidden", "CredentialsUnavailable"),
+])
+def test_a_converge_stopped_at_the_lease_says_whether_another_run_held_it(message, reason):
+    assert status.stopped_reason("lease", message) == reason
+
+
+def test_a_converge_that_recovered_releases_says_so_in_synced():
+    recovered = ["Helm release lws-system/mp-lws was left pending-upgrade at revision 2 by a run that did not "
+                 "finish: rolled back to revision 1, its newest deployed one"]
+    found = by_type(status.wanted_conditions([{"name": "lws"}], {}, None, "no address", recovered))
+    assert found["Synced"]["status"] == "True"
+    assert found["Synced"]["message"] == f"all 1 components converged; {recovered[0]}"
+    plain = by_type(status.wanted_conditions([{"name": "lws"}], {}, None, "no address"))
+    assert plain["Synced"]["message"] == "all 1 components converged"

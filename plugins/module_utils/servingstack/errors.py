@@ -8,6 +8,8 @@ import json
 import re
 from dataclasses import dataclass
 
+# The path of a problem with the document as a whole.
+DOCUMENT = "(document)"
 # How many characters of a value a message may quote before it is shortened.
 QUOTE_LIMIT = 64
 

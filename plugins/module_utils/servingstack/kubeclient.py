@@ -18,6 +18,37 @@ class KubeReadError(Exception):
     """A read failed: the message names the object or path and the API status, never a body."""
 
 
+# Every request's deadlines, in seconds: to open the connection (TCP and TLS handshake), then for each read of the
+# answer. The client sets none by default, so an API server that accepts connections and never answers would hang a
+# converge for good. One retry of a failed connection and none of a read: a cluster that never answers fails in
+# CONNECT_TIMEOUT * 2 seconds (the TLS handshake is part of the connection), well within a minute.
+CONNECT_TIMEOUT = 10
+READ_TIMEOUT = 30
+CONNECT_RETRIES = 1
+# A 429 or 503 that says when to come back (Retry-After: a CRD the API server is still setting up to serve, or its
+# priority and fairness throttling) is asked again after that delay, as the client's own default does, this often.
+RETRY_AFTER_RETRIES = 3
+
+
+def with_deadlines(api_client: Any) -> Any:
+    """``api_client`` (a ``kubernetes.client.ApiClient``) with a connect and a read timeout on every request that
+    gives none (discovery, the dynamic client's calls), at most CONNECT_RETRIES retries of a connection, no read
+    retry, and RETRY_AFTER_RETRIES of an answer that asks for one (Retry-After)."""
+    import urllib3
+
+    rest = api_client.rest_client
+    rest.pool_manager.connection_pool_kw["retries"] = urllib3.Retry(
+        total=CONNECT_RETRIES + RETRY_AFTER_RETRIES, connect=CONNECT_RETRIES, read=0, status=RETRY_AFTER_RETRIES,
+        other=0, redirect=3)
+    send = rest.request
+
+    def request(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        return send(*args, _request_timeout=_request_timeout or (CONNECT_TIMEOUT, READ_TIMEOUT), **kwargs)
+
+    rest.request = request
+    return api_client
+
+
 def connect(kubeconfig: str = "", context: str = "") -> Any:
     """A ``DynamicClient`` for the cluster the kubernetes.core modules would reach with the same settings (the
     target_cluster doc fragment says which; inside a pod with none of them, the pod's service account).
@@ -46,6 +77,7 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
                                                        context=context or None)
     except Exception as error:  # config errors name the file, not its content
         raise KubeReadError(f"cannot load the kubeconfig: {error}") from None
+    with_deadlines(api_client)
     try:
         return DynamicClient(api_client)
     except Exception as error:  # discovery failed: the cluster is unreachable or refuses us
@@ -55,6 +87,11 @@ def connect(kubeconfig: str = "", context: str = "") -> Any:
 def _host(api_client: Any) -> str:
     """The API server an ApiClient talks to, for messages."""
     return getattr(getattr(api_client, "configuration", None), "host", "") or "?"
+
+
+def host_of(client: Any) -> str:
+    """The API server a DynamicClient (``connect``'s) talks to, for messages."""
+    return _host(getattr(client, "client", None))
 
 
 _KEY_FILES_WATCHED_IN: list[int] = []
@@ -80,6 +117,18 @@ def _remove_key_files_at_exit(config: Any) -> None:
                 os.remove(name)
 
     util.Finalize(None, remove, exitpriority=0)
+
+
+def key_files_in(directory: str) -> None:
+    """In a process forked from a worker that will end first (the Lease's renewer): the client's cached key files are
+    the worker's, removed when it ends, so start a new cache, and write it into ``directory`` (the run's private
+    directory, removed with it), since this process ends with ``os._exit`` and removes nothing itself."""
+    import tempfile
+
+    from kubernetes.config import kube_config
+
+    tempfile.tempdir = directory
+    kube_config._temp_files.clear()  # pylint: disable=protected-access
 
 
 def _in_cluster_only() -> bool:
@@ -110,11 +159,16 @@ def get(client: Any, path: str, what: str, **params: Any) -> Any:
         raise KubeReadError(f"reading {what} failed: {reason(error)}") from None
 
 
+# Only the objects' metadata of a list: a CRD's schema, or a Helm release's payload, can be megabytes each.
+METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}
+
+
 def read(client: Any, ref: dict[str, Any]) -> Any:
     """One object (or None) when ``ref`` names one, else the list of matching objects.
 
     ``ref``: ``apiVersion``, ``kind``, and either ``metadata.name`` (with ``metadata.namespace``
-    for namespaced kinds) or ``namespace`` / ``label_selector`` / ``field_selector`` for a list.
+    for namespaced kinds) or ``namespace`` / ``label_selector`` / ``field_selector`` for a list, and then
+    ``metadata_only`` to read only each object's metadata.
     A kind the cluster does not serve reads as absent (None or []), like an object not created yet.
     """
     from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError, ResourceNotUniqueError
@@ -134,8 +188,10 @@ def read(client: Any, ref: dict[str, Any]) -> Any:
     try:
         if name:
             return resource.get(name=name, namespace=namespace).to_dict()
+        headers = dict(METADATA_ONLY) if ref.get("metadata_only") else {}
         items = resource.get(namespace=namespace, label_selector=ref.get("label_selector", ""),
-                             field_selector=ref.get("field_selector", "")).to_dict().get("items") or []
+                             field_selector=ref.get("field_selector", ""),
+                             header_params=headers).to_dict().get("items") or []
         # The API leaves apiVersion and kind out of list items.
         return [{"apiVersion": ref["apiVersion"], "kind": ref["kind"], **item} for item in items]
     except NotFoundError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, schedule, spec
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import plan, spec
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import Problem, quote
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.status import INVALID_SPEC as PREFIX
 
@@ -32,5 +32,5 @@ def outcome(document: object, problems: list[Problem]) -> dict[str, Any]:
         return {**refused, "generation": generation} if isinstance(generation, int) else refused
     manifest = validation.manifest
     components = plan.build_plan(manifest["spec"])
-    return {"changed": False, "servingstack": manifest, "plan": components, "lanes": schedule.lanes(components),
+    return {"changed": False, "servingstack": manifest, "plan": components,
             "prune": plan.prune_plan(manifest["spec"]), "ignored": validation.ignored, "warnings": warnings}

@@ -104,9 +104,18 @@ def component_entry(component: Component, spec: dict) -> dict:
     }
 
 
+def needed(entries: list[dict]) -> set[str]:
+    """The components of ``entries`` (plan entries) that a component of ``entries`` needs."""
+    return {need for entry in entries for need in entry["needs"]}
+
+
 def build_plan(spec: dict) -> list[dict]:
-    """The ordered components to install for ``spec["stack"]`` (a defaulted spec)."""
-    return [component_entry(component, spec) for component in components_for(spec["stack"])]
+    """The ordered components to install for ``spec["stack"]`` (a defaulted spec). ``wait``: a later component
+    needs it, so its releases are installed with helm's wait (and atomic); the others' workloads are waited for
+    once, at the end of the converge."""
+    entries = [component_entry(component, spec) for component in components_for(spec["stack"])]
+    wanted = needed(entries)
+    return [{**entry, "wait": entry["name"] in wanted} for entry in entries]
 
 
 def prune_plan(spec: dict) -> list[dict]:

@@ -36,9 +36,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import schema, versions
+from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import bounds, schema, versions
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.components import DYNAMO, STANDARD
 from ansible_collections.modelplane.serving.plugins.module_utils.servingstack.errors import (
+    DOCUMENT,
     Problem,
     join_path,
     quote,
@@ -56,7 +57,6 @@ except ImportError:  # pragma: no cover - cryptography ships with ansible-core
     x509 = None
 
 DEFAULT_NAMESPACE = "default"
-DOCUMENT = "(document)"
 INTERNAL_ERROR = "could not be checked because of an internal error"
 # What a message calls each JSON type, in the order jsonschema's type checker is asked.
 KINDS = {"null": "null", "boolean": "a boolean", "integer": "an integer", "number": "a number", "string": "a string",
@@ -105,10 +105,8 @@ METADATA: dict = {
                           "rule": f"self.matches('{DNS1123_LABEL}')",
                           "message": "is not a DNS-1123 label (a namespace name): at most 63 lowercase letters, "
                                      "digits and '-', starting and ending with a letter or digit"}]},
-        "labels": {"type": "object", "additionalProperties": {"type": "string", "x-kubernetes-validations": [{
-            "rule": "size(self) <= 63 && self.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",
-            "message": "is not a label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and "
-                       "ending with a letter or digit"}]}},
+        # Label values are checked in _object_meta: labels have no maxItems to bound a CEL rule's cost by.
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
         "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
         # Set by the API server on a live object; accepted as they come.
         **{key: {} for key in SERVER_SET},
@@ -116,6 +114,9 @@ METADATA: dict = {
 }
 # A label or annotation key; its prefix (before the /) is at most 253 characters.
 _QUALIFIED_NAME = re.compile(f"({DNS1123_SUBDOMAIN}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?")
+_LABEL_VALUE = re.compile("(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?")
+LABEL_VALUE_RULE = ("is not a label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending "
+                    "with a letter or digit")
 ANNOTATIONS_MAX = 256 * 1024
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
 _PEM_END = re.compile(r"-----END ([A-Z0-9 ]+)-----")
@@ -249,8 +250,23 @@ def holds(rule: str, value: str) -> bool | None:
     return bool(result) if isinstance(result, celpy.celtypes.BoolType) else None
 
 
+@functools.cache
+def _types_only() -> Any:
+    """Draft 4's validator class that checks types alone."""
+    keywords = ("type", "properties", "items", "additionalProperties")
+    return jsonschema.validators.create(meta_schema=jsonschema.Draft4Validator.META_SCHEMA, validators={
+        keyword: jsonschema.Draft4Validator.VALIDATORS[keyword] for keyword in keywords})
+
+
 def _rules(validator: Any, rules: list[dict], instance: object, node: dict) -> Iterator[Any]:
-    """``x-kubernetes-validations``: each CEL rule ``instance`` breaks, at the field its ``fieldPath`` names."""
+    """``x-kubernetes-validations``: each CEL rule ``instance`` breaks, at the field its ``fieldPath`` names.
+
+    Rules run only on a value whose every field has its type. The API server checks no rule of an object with a type
+    error (apiextensions-apiserver's customresource strategy, hasBlockingErr); here the other rules still run, for
+    their problems to be told at once. A rule over a list would otherwise walk a string put in its place, character
+    by character, at a cost no maxItems bounds (300 characters for spec.gateway.listeners took minutes and GBs)."""
+    if not _types_only()(node).is_valid(instance):
+        return  # the type problem is reported by the schema's own pass
     try:
         text = json.dumps(instance, allow_nan=False)
     except (TypeError, ValueError):
@@ -360,8 +376,8 @@ def _is_qualified_name(key: str) -> bool:
 
 
 def _object_meta(metadata: object) -> list[Problem]:
-    """Label and annotation keys, and the annotations' size, as the API server checks them (METADATA checks the
-    rest)."""
+    """Label and annotation keys, label values, and the annotations' size, as the API server checks them (METADATA
+    checks the rest)."""
     found = []
     for name, what in (("labels", "a label key"), ("annotations", "an annotation key")):
         given = metadata.get(name) if isinstance(metadata, dict) else None
@@ -370,6 +386,10 @@ def _object_meta(metadata: object) -> list[Problem]:
             if isinstance(key, str) and not _is_qualified_name(key.lower() if name == "annotations" else key):
                 found.append(Problem(join_path(f"metadata.{name}", key), f"{quote(key)} is not {QUALIFIED_NAME_RULE} "
                                      f"({what})"))
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    found += [Problem(join_path("metadata.labels", key), f"{quote(value)} {LABEL_VALUE_RULE}")
+              for key, value in (labels.items() if isinstance(labels, dict) else ())
+              if isinstance(value, str) and not _LABEL_VALUE.fullmatch(value)]
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
     size = sum(len(key.encode("utf-8")) + len(value.encode("utf-8")) for key, value in annotations.items()
                if isinstance(key, str) and isinstance(value, str)) if isinstance(annotations, dict) else 0
@@ -381,9 +401,14 @@ def _object_meta(metadata: object) -> list[Problem]:
 def _check(manifest: dict) -> tuple[dict, list[Problem]]:
     """The defaulted manifest and its problems: the CRD's and ObjectMeta's, then those of PYTHON_ONLY_RULES.
 
-    The fields Crossplane adds to an XR's spec are dropped first."""
+    The fields Crossplane adds to an XR's spec are dropped first. Cheap checks first: a manifest that breaks one of
+    ``bounds`` gets those problems alone, so that what follows never walks more than the bounds allow (a CEL rule
+    over a list runs on no more items than its ``maxItems``)."""
     given = {**manifest, "spec": without_crossplane_fields(manifest.get("spec"))}
     validator = _validator()
+    exceeded = bounds.exceeded(given, validator.schema)
+    if exceeded:
+        return {}, exceeded
     result: dict = defaulted(validator.schema, given, "", EMPTY_IS_DEFAULT)  # type: ignore[assignment]
     errors = [(functools.reduce(join_path, error.absolute_path, ""), error) for error in validator.iter_errors(result)]
     # A value of the wrong type gets that problem alone; a CEL rule is skipped where the schema refused a value at

@@ -20,6 +20,8 @@ ADDRESS_MAX = 256
 CA_MAX = 16384
 # How the spec module's message starts when it refuses a ServingStack (outcome.py).
 INVALID_SPEC = "invalid ServingStack:"
+# How the message of a converge that waited for another run's Lease in vain starts (lease.py, busy_message).
+ANOTHER_CONVERGE = "another converge of the target cluster"
 
 _CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+?-----END CERTIFICATE-----")
 
@@ -154,6 +156,8 @@ def stopped_reason(stopped_at: str, message: str) -> str:
         return "CredentialsUnavailable"
     if _UNREACHABLE.search(message):
         return "ClusterUnreachable"
+    if stopped_at == "lease":
+        return "ConvergeInProgress" if message.startswith(ANOTHER_CONVERGE) else "ConvergeFailed"
     return "PreflightFailed" if stopped_at == "preflight" else "ConvergeFailed"
 
 
@@ -176,7 +180,7 @@ def components_status(plan: list[dict[str, Any]], failed: dict[str, str],
 
 
 def wanted_conditions(plan: list[dict[str, Any]], failed: dict[str, str], address: str | None,
-                      pending: str) -> list[dict[str, str]]:
+                      pending: str, recovered: list[str] | None = None) -> list[dict[str, str]]:
     """``Ready`` and ``Synced`` (``type``, ``status``, ``reason``, ``message``; ``merge_conditions`` adds the rest).
 
     A component that failed: both False, ``<Component>Failed`` for the first in plan order, the message naming each
@@ -191,7 +195,9 @@ def wanted_conditions(plan: list[dict[str, Any]], failed: dict[str, str], addres
         return [_condition(kind, "False", reason, message) for kind in (READY, SYNCED)]
     ready = (["True", "Available", f"every component converged and the gateway is at {address}"] if address
              else ["False", "GatewayAddressPending", pending])
-    synced = ["True", "Converged", f"all {len(names)} components converged"]
+    # Releases a run that did not finish left pending, and this one recovered first, are said until the next run.
+    said = "".join(f"; {error_summary(line)}" for line in recovered or [])
+    synced = ["True", "Converged", f"all {len(names)} components converged{said}"]
     return [_condition(READY, *ready), _condition(SYNCED, *synced)]
 
 
@@ -242,7 +248,7 @@ def status_update(current: dict[str, Any], params: dict[str, Any], now: str,
         address = wanted.get("gateway", {}).get("address")
         pending = (params["status"] or {}).get("pending") or "the Gateway has no address yet"
         result["pending"] = "" if address else pending
-        found = wanted_conditions(plan, failed, address, result["pending"])
+        found = wanted_conditions(plan, failed, address, result["pending"], params.get("recovered"))
     if found is not None:
         wanted["conditions"] = merge_conditions(current.get("conditions"), found, generation, now)
         if generation is not None:
