@@ -173,6 +173,20 @@ class ClusterHandle:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
 
+    def wait_established(self, *crds: str, timeout: float = 60.0) -> None:
+        """Wait until each CustomResourceDefinition (by name) is Established, as the API server serves its kind only
+        then. Not ``kubectl wait --for=condition=Established``: a CRD created a moment ago has ``status.conditions:
+        null`` until the establishing controller writes it, and kubectl wait stops at that with an accessor error
+        instead of waiting (CI met it on a loaded runner)."""
+        query = '{.status.conditions[?(@.type=="Established")].status}'
+        deadline = time.monotonic() + timeout
+        for crd in crds:
+            while self.kubectl("get", "customresourcedefinition", crd, "-o", f"jsonpath={query}",
+                               check=False).stdout.strip() != "True":
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the CRD {crd} was not Established within {timeout:g} s")
+                time.sleep(0.2)
+
     def helm_spy(self, log: Path) -> dict[str, str]:
         """Environment under which every helm process appends its arguments (a JSON list, without the binary) to
         ``log``, then runs as the real helm: a spy in front of .venv/bin/helm, which it never replaces."""

@@ -112,7 +112,7 @@ def test_trust_manager_reconciles_a_bundle(bin_dir: Path, tmp_path: Path) -> Non
     ca_pem = _self_signed("test root", ca=True)[0].decode()
     with running_cluster(tmp_path / "cluster", operator_double=False, nodes=1, gpu_nodes=0) as cluster:
         cluster.kubectl("apply", "--server-side", "-f", str(BUNDLE_CRD))
-        cluster.kubectl("wait", "--for=condition=Established", "crd/bundles.trust.cert-manager.io", "--timeout=60s")
+        cluster.wait_established("bundles.trust.cert-manager.io")
         cluster.kubectl("create", "namespace", "trust")
         cluster.kubectl("create", "configmap", "source", "-n", "trust", f"--from-literal=ca.crt={ca_pem}")
         ready = _free_port()

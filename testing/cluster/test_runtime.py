@@ -468,7 +468,7 @@ def test_the_real_trust_manager_syncs_a_bundle(tmp_path: Path, monkeypatch: pyte
     upstream = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "trust-manager" / "crds"
     with running_cluster(tmp_path, nodes=1, gpu_nodes=0, operator_double=False, audit=False) as handle:
         handle.kubectl("apply", "--server-side", "-f", str(upstream / "trust.cert-manager.io_bundles.yaml"))
-        handle.kubectl("wait", "--for=condition=Established", "crd/bundles.trust.cert-manager.io", "--timeout=30s")
+        handle.wait_established("bundles.trust.cert-manager.io", timeout=30)
         apply(handle, *objects)
         rollout = handle.kubectl("-n", "cert-manager", "rollout", "status", "deployment/trust-manager",
                                  "--timeout=60s", check=False)

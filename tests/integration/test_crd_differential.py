@@ -388,7 +388,7 @@ def target_namespace(document: object) -> str:
 
 def install_crd(handle: object, dry_run: DryRun) -> None:
     handle.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))  # type: ignore[attr-defined]
-    handle.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD_NAME}")  # type: ignore[attr-defined]
+    handle.wait_established(CRD_NAME)  # type: ignore[attr-defined]
     example = load_example()
     dry_run.ensure_namespace(example["metadata"]["namespace"])
     body = as_json(example)

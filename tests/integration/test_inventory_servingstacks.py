@@ -90,7 +90,7 @@ def management(tmp_path_factory):
             [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
              for name in ("platform", "team-a", "sandbox")]))
         handle.kubectl("apply", "-f", "-", input=yaml.safe_dump(looser_crd()))
-        handle.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD_NAME}")
+        handle.wait_established(CRD_NAME)
         handle.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(servingstack(
             "broken-stack", "platform", {"fleet": "staging"},
             gateway={"listeners": [PORT_70000]}, versions={"envoyGateway": "v1.9.0"})))

@@ -64,8 +64,7 @@ def management(cluster, webhook, tmp_path_factory):
     with running_cluster(workdir, nodes=1, gpu_nodes=0, operator_double=False,
                          apiserver_args=webhook.apiserver_args) as handle:
         handle.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
-        handle.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                       "crd/servingstacks.infrastructure.modelplane.ai")
+        handle.wait_established("servingstacks.infrastructure.modelplane.ai")
         doc = manifest()
         doc["spec"]["secrets"] = [s for s in doc["spec"]["secrets"] if s["type"] == "Kubeconfig"]
         kubeconfig = base64.b64encode(Path(cluster.kubeconfig).read_bytes()).decode()

@@ -30,8 +30,7 @@ def cluster(tmp_path_factory):
         handle.kubectl("apply", "-f", str(REPO / "crds" / "servingstacks.infrastructure.modelplane.ai.yaml"))
         handle.kubectl("apply", "--server-side", "-f", str(GATEWAY_CRD))
         # The API serves a new CRD's kind only once it is Established.
-        handle.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                       "crd/servingstacks.infrastructure.modelplane.ai", "crd/gateways.gateway.networking.k8s.io")
+        handle.wait_established("servingstacks.infrastructure.modelplane.ai", "gateways.gateway.networking.k8s.io")
         handle.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}},
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},

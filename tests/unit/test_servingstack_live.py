@@ -47,17 +47,11 @@ def cluster(tmp_path_factory):
         code, body = call(handle, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                           yaml.safe_load(CRD_FILE.read_text()))
         assert code == 201, body
-        wait_established(handle)
+        handle.wait_established("servingstacks.infrastructure.modelplane.ai")
         code, body = call(handle, "POST", "/api/v1/namespaces",
                           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "platform"}})
         assert code == 201, body
         yield handle
-
-
-def wait_established(handle) -> None:
-    """A new CRD is served once it is Established (a moment after its create), as a real API server does."""
-    handle.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                   "customresourcedefinition/servingstacks.infrastructure.modelplane.ai")
 
 
 def test_the_example_is_accepted_and_defaulted_by_the_crd(cluster):
