@@ -114,6 +114,16 @@ def writes(requests: dict[str, Any]) -> dict[str, int]:
     return dict(counted)
 
 
+def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.3) -> Any:
+    """``predicate()``'s first truthy value, polled every ``interval`` seconds; its last value after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
 class ClusterHandle:
     """What tests get from the fixtures: one real cluster served by `testing/cluster/run`."""
 
@@ -179,13 +189,11 @@ class ClusterHandle:
         null`` until the establishing controller writes it, and kubectl wait stops at that with an accessor error
         instead of waiting (CI met it on a loaded runner)."""
         query = '{.status.conditions[?(@.type=="Established")].status}'
-        deadline = time.monotonic() + timeout
         for crd in crds:
-            while self.kubectl("get", "customresourcedefinition", crd, "-o", f"jsonpath={query}",
-                               check=False).stdout.strip() != "True":
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"the CRD {crd} was not Established within {timeout:g} s")
-                time.sleep(0.2)
+            if not wait_for(lambda crd=crd: self.kubectl("get", "customresourcedefinition", crd, "-o",
+                                                         f"jsonpath={query}", check=False).stdout.strip() == "True",
+                            timeout=timeout):
+                raise AssertionError(f"the CRD {crd} was not Established within {timeout:g} s")
 
     def helm_spy(self, log: Path) -> dict[str, str]:
         """Environment under which every helm process appends its arguments (a JSON list, without the binary) to

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cluster import binaries
-from cluster.fixtures import ClusterHandle, count_requests, running_cluster
+from cluster.fixtures import ClusterHandle, count_requests, running_cluster, wait_for
 from cluster.kwok import node_manifest, stages
 
 pytestmark = pytest.mark.slow
@@ -65,15 +65,6 @@ spec:
 
 def get_json(handle: ClusterHandle, *args: str) -> dict:
     return json.loads(handle.kubectl("get", *args, "-o", "json").stdout)
-
-
-def wait_for(predicate, timeout: float = 60.0, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def test_the_server_is_kubernetes_1_36_3_on_loopback(cluster: ClusterHandle) -> None:

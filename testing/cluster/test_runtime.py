@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cluster import programs
-from cluster.fixtures import ClusterHandle, running_cluster
+from cluster.fixtures import ClusterHandle, running_cluster, wait_for
 from cluster.kwok import runtime_selector, stages
 from cluster.runtime import backoff_delay, expand, field_value, target_port
 
@@ -22,15 +22,6 @@ pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
 IMAGE = "registry.test/modelplane/probe"
 PROGRAM = f"{sys.executable} {HERE / 'probe_program.py'}"
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 def apply(handle: ClusterHandle, *objects: dict[str, Any]) -> None:
