@@ -309,12 +309,8 @@ class KwokCluster:
             pids = [int(line) for line in (self.workdir / "runtime" / "pids").read_text().split()]
         # A recorded pid whose process ended long ago may be another's now: only those still in its session.
         pids = [pid for pid in pids if _session(pid) == self.runtime.pid]
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while any(map(_alive, pids)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _kill(pids)
+        _wait_gone(pids, timeout=10)
         if self.socket_dir is not None:
             shutil.rmtree(self.socket_dir, ignore_errors=True)
 
@@ -333,14 +329,10 @@ class KwokCluster:
                 self._kwokctl("delete", "cluster", check=False, timeout=120)
         if self.cluster_dir.exists():
             # kwokctl delete did not finish (it removes the directory last): stop what it recorded ourselves.
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+            _kill(pids)
         # Even what kwokctl delete stopped may still be dying: it sends SIGKILL and cannot wait for a process that is
         # not its child. Wait here until each has exited, so that nothing of this cluster outlives stop().
-        deadline = time.monotonic() + 30
-        while any(map(_alive, pids)) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        _wait_gone(pids, timeout=30)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _recorded_pids(self) -> list[int]:
@@ -355,6 +347,19 @@ class KwokCluster:
                 if str(self.cluster_dir).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
                     pids.append(pid)
         return pids
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _wait_gone(pids: list[int], timeout: float) -> None:
+    """Until none of ``pids`` is _alive, or ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _session(pid: int) -> int | None:
