@@ -347,7 +347,8 @@ def test_a_stack_whose_cluster_dies_during_the_components_is_not_ready(cluster, 
     failed, separator, then = ready["message"].partition(" did not converge, then ")
     assert separator, ready
     assert set(failed.split(", ")) == {entry["name"] for entry in before["status"]["components"]}, ready
-    assert then.startswith(f"servingstack_status: cannot reach the cluster at {fresh_cluster.url}"), ready
+    # ansible-core's words around the lookup's own message are kept as they are (issue 35: not parsed).
+    assert f"servingstack_status: cannot reach the cluster at {fresh_cluster.url}" in then, ready
 
 
 # What of the management cluster a converge may touch: the live ServingStack (read, and its status written) and the

@@ -107,7 +107,12 @@ def _blob(match: re.Match[str]) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    """``text`` within ``limit`` characters: its start and its end, joined by "…". Both ends are kept because the
+    cause is often last (ansible-core puts the task and the plugin before a lookup's or filter's own message)."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 3
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def error_summary(message: object) -> str:
@@ -149,15 +154,16 @@ _UNREACHABLE = re.compile(
 
 def stopped_reason(stopped_at: str, message: str) -> str:
     """The condition reason of a converge that stopped at ``stopped_at`` with ``message`` (the reasons and the
-    places a converge stops are servingstack_status_update's ``stopped`` and ``stopped_at``)."""
+    places a converge stops are servingstack_status_update's ``stopped`` and ``stopped_at``). ``message`` is the failed
+    task's as ansible-core gives it, so our own words are looked for anywhere in it."""
     if stopped_at == "spec":
-        return "InvalidSpec" if message.startswith(INVALID_SPEC) else "ConvergeFailed"
+        return "InvalidSpec" if INVALID_SPEC in message else "ConvergeFailed"
     if stopped_at == "credentials" or _REFUSED.search(message):
         return "CredentialsUnavailable"
     if _UNREACHABLE.search(message):
         return "ClusterUnreachable"
     if stopped_at == "lease":
-        return "ConvergeInProgress" if message.startswith(ANOTHER_CONVERGE) else "ConvergeFailed"
+        return "ConvergeInProgress" if ANOTHER_CONVERGE in message else "ConvergeFailed"
     return "PreflightFailed" if stopped_at == "preflight" else "ConvergeFailed"
 
 
