@@ -589,7 +589,7 @@ MAY_HOLD = {
 }
 
 
-SHARED_STEPS = {"releases.yml", "objects.yml"}
+SHARED_STEPS = {"releases.yml", "apply_objects.yml", "delete_objects.yml"}
 
 
 @pytest.mark.parametrize("role", COMPONENT_ROLES)
@@ -776,17 +776,19 @@ def _holds(templar_: Any, when: Any) -> bool:
 
 
 def _teardown_finds(role: str, **extra: Any) -> dict[str, Any]:
-    """What modelplane.serving.component's objects step finds to delete on absent (its delete task's vars)."""
+    """What modelplane.serving.component's delete_objects step finds to delete (its task's vars), on absent unless
+    ``extra`` says otherwise."""
     templar_ = templar(role, **{"component_state": "absent", **extra})
-    [delete] = [task for task in _component_tasks("objects") if task["kubernetes.core.k8s"].get("state") == "absent"]
+    [delete] = _component_tasks("delete_objects")
     return {name: templar_.template(value) for name, value in delete.get("vars", {}).items()}
 
 
 def _steps(role: str, **extra: Any) -> list[str]:
     """The steps component role ``role`` takes (its tasks/main.yml), in order, for component_state: each task whose
     ``when`` holds (with its vars), named "releases" (on absent "uninstall.yml") when it has releases, by the object
-    template it applies or deletes when that renders objects ("prerequisites.yml" or "objects.yml"), or by the task
-    file of its own it includes. A run not in check mode that changed no release (component_helm)."""
+    template it applies or deletes when that renders objects ("prerequisites.yml" or "objects.yml"; "objects" for
+    objects the task names itself), or by the task file of its own it includes. A run not in check mode that changed
+    no release (component_helm)."""
     base = templar(role, **extra)
     state = base.template(base.available_variables["component_state"])
     steps = []
@@ -802,11 +804,14 @@ def _steps(role: str, **extra: Any) -> list[str]:
             if templar_.template(trust("{{ component_entry.releases }}")):
                 steps.append("releases" if state == "present" else "uninstall.yml")
         else:
-            found = (templar_.template(trust("{{ component_objects }}")) if state == "present"
-                     else _teardown_finds(role, **extra, **task["vars"])["component_objects_found"])
+            applies = task["ansible.builtin.import_role"]["tasks_from"] == "apply_objects.yml"
+            found = (templar_.template(trust("{{ component_objects }}")) if applies
+                     else _teardown_finds(role, **{"component_state": state, **extra, **task["vars"]})[
+                         "component_objects_found"])
             if found:
-                steps.append("prerequisites.yml" if task["vars"]["component_objects_template"].startswith("prereq")
-                             else "objects.yml")
+                template = task["vars"].get("component_objects_template", "")
+                steps.append("prerequisites.yml" if template.startswith("prereq")
+                             else "objects.yml" if template else "objects")
     return steps
 
 
@@ -819,12 +824,15 @@ def trust(expression: str) -> Any:
 @pytest.mark.parametrize(("role", "extra", "present", "absent"), [
     # A chart-only component: its releases, nothing else.
     ("lws", {}, ["releases"], ["uninstall.yml"]),
-    ("cert_manager", {}, ["releases", "present.yml"], ["absent.yml", "uninstall.yml"]),
+    # The webhook probe runs after a release changed (cert_manager_probe: changed).
+    ("cert_manager", {}, ["releases"], ["absent.yml", "uninstall.yml"]),
+    ("cert_manager", {"cert_manager_probe": "always"}, ["releases", "present.yml"], ["absent.yml", "uninstall.yml"]),
     ("trust_manager", {}, ["releases", "objects.yml"], ["objects.yml", "uninstall.yml"]),
     # The quota goes before the release when the driver root needs it, and after it on teardown whatever the root.
     ("nvidia_dra", {"component_spec": {"nvidiaDriverRoot": GKE_ROOT}},
-     ["prerequisites.yml", "releases", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
-    ("nvidia_dra", {}, ["releases", "present.yml"], ["uninstall.yml", "prerequisites.yml"]),
+     ["prerequisites.yml", "releases"], ["uninstall.yml", "prerequisites.yml"]),
+    # With the driver root /, a quota an earlier run made for another root is found and removed.
+    ("nvidia_dra", {}, ["releases", "objects"], ["uninstall.yml", "prerequisites.yml"]),
     ("grove_kai", {"component_spec": DYNAMO}, ["releases", "objects.yml"], ["objects.yml", "uninstall.yml"]),
     ("modelexpress", {"component_spec": DYNAMO}, ["objects.yml"], ["objects.yml"]),
     ("envoy_gateway", {}, ["releases", "present.yml"], ["absent.yml", "uninstall.yml"]),
@@ -835,12 +843,43 @@ def test_a_converge_runs_only_the_steps_the_component_has_in_order_and_teardown_
     assert _steps(role, component_state="absent", **extra) == absent
 
 
+def _leftover_quota_step() -> dict[str, Any]:
+    """nvidia_dra's step that removes a quota an earlier run made, loaded as Ansible loads it (its vars templated)."""
+    from ansible.parsing.dataloader import DataLoader
+
+    tasks = DataLoader().load_from_file(str(ROLES / "nvidia_dra" / "tasks" / "main.yml"), trusted_as_template=True)
+    [step] = [task for task in tasks if task["name"].startswith("Remove a ResourceQuota an earlier run made")]
+    return step
+
+
+def test_with_the_driver_root_slash_the_quota_an_earlier_run_made_is_found_by_its_name_and_namespace(
+        every_object_exists):
+    step = _leftover_quota_step()
+    assert step["ansible.builtin.import_role"]["tasks_from"] == "delete_objects.yml"
+    found = _teardown_finds("nvidia_dra", component_state="present", **step["vars"])["component_objects_found"]
+    namespace = var("nvidia_dra", "component_entry")["namespace"]
+    assert found == [{"apiVersion": "v1", "kind": "ResourceQuota",
+                      "metadata": {"name": "allow-critical-pods", "namespace": namespace}}]
+
+
+def test_without_a_leftover_quota_its_removal_runs_no_module(monkeypatch):
+    from ansible_collections.modelplane.serving.plugins.module_utils.servingstack import kubeclient
+
+    monkeypatch.setattr(kubeclient, "connect", lambda *args, **kwargs: object())
+    monkeypatch.setattr(kubeclient, "read", lambda client, ref: None)
+    step = _leftover_quota_step()
+    [delete] = _component_tasks("delete_objects")
+    variables = {**_teardown_finds("nvidia_dra", component_state="present", **step["vars"]), **step["vars"]}
+    templar_ = templar("nvidia_dra", component_state="present", **variables)
+    assert not _holds(templar_, delete["when"])
+
+
 def test_the_releases_get_the_values_the_component_renders_for_every_step():
     """component_charts is rendered in one place (modelplane.serving.component's defaults, templated where used), and
     both kubernetes.core.helm (releases.yml) and the CRD rendering of a teardown (uninstall.yml) loop over its releases
     and take each one's values."""
     assert "component_charts" in _load(COMPONENT / "defaults" / "main.yml")
-    for step in ("releases", "objects", "uninstall", "login"):
+    for step in ("releases", "apply_objects", "delete_objects", "uninstall", "login"):
         assert not [name for task in _component_tasks(step) for name in task.get("vars", {})
                     if name == "component_charts"], f"{step}.yml renders nothing again"
     for step, module in (("releases.yml", "kubernetes.core.helm"), ("uninstall.yml", "kubernetes.core.helm_template")):
