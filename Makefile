@@ -62,7 +62,7 @@ lint: $(STAMP) ## ruff, yamllint and ansible-lint.
 	$(BIN)/python -m pytest tests/lint
 
 # One after the other, alone, so that no other work skews their ratios (about 10 minutes on 2 cores).
-bench: $(STAMP) control-plane ## Run the benchmarks (tests/bench): print their ratios and assert the targets.
+bench: $(STAMP) control-plane ## Run the benchmarks (tests/bench): their ratios, each speed target met or not; what a run must do is asserted.
 	$(BIN)/python -m pytest -p no:xdist -m "bench and not fleet" -s $(BENCHES)
 
 # FLEET_SIZE=N for another fleet size (issue 12's targets are for 20).

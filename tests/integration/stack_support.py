@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -274,6 +275,19 @@ def helm_waits(entries: list[dict[str, Any]]) -> int:
     """The waits one cluster's converge makes one after the other: one per release of a component a later one needs
     (helm's --wait), and one at the end for the rest."""
     return sum(len(entry["releases"]) for entry in entries if entry["wait"]) + 1
+
+
+def hook_jobs(cluster: Any, entries: list[dict[str, Any]]) -> int:
+    """The install hook Jobs of the releases of ``entries`` installed on ``cluster`` (``helm get hooks``): helm runs
+    each one and waits for it to complete, with or without --wait, one after the other."""
+    count = 0
+    for entry in entries:
+        for release in entry["releases"]:
+            proc = subprocess.run(["helm", "get", "hooks", release["release"], "-n", release["namespace"]],
+                                  env=cluster.env, capture_output=True, text=True, check=True)
+            count += sum(1 for hook in yaml.safe_load_all(proc.stdout) if hook and hook.get("kind") == "Job"
+                         and "install" in (hook["metadata"].get("annotations") or {}).get("helm.sh/hook", ""))
+    return count
 
 
 # The cores this process may run on (its CPU affinity, which a container or CI runner may narrow below the machine's),
