@@ -46,6 +46,8 @@ class Binary:
 
 
 OPERATORS = HERE / "operators"
+# The module path of operators/<folder>/ (ours), for the main packages we write ourselves.
+OURS = "modelplane.ai/serving/testing/cluster/operators"
 # binary name -> (module folder under operators/, the module it builds from, its main package)
 OPERATOR_PACKAGES = {
     "trust-manager": ("trust-manager", "github.com/cert-manager/trust-manager",
@@ -56,6 +58,12 @@ OPERATOR_PACKAGES = {
     "prometheus-operator": ("prometheus-operator", "github.com/prometheus-operator/prometheus-operator",
                             "github.com/prometheus-operator/prometheus-operator/cmd/operator"),
     "metallb-controller": ("metallb", "go.universe.tf/metallb", "go.universe.tf/metallb/controller"),
+    # cert-manager's main packages are in modules the Go module proxy does not serve (.../controller-binary,
+    # .../cainjector-binary): mains of ours over its public packages (README.md, "cert-manager").
+    "cert-manager-controller": ("cert-manager", "github.com/cert-manager/cert-manager",
+                                f"{OURS}/cert-manager/controller"),
+    "cert-manager-cainjector": ("cert-manager", "github.com/cert-manager/cert-manager",
+                                f"{OURS}/cert-manager/cainjector"),
 }
 # The version variables each project's release build sets (their Makefiles; {version} is the tag, {bare} without
 # its "v", as each sets it), so that `--version` and what depends on it report the release: prometheus-operator
@@ -193,7 +201,9 @@ def cache_key(go_version: str, todo: list[Binary]) -> str:
 
 
 def operator_cache_key(go_version: str, todo: list[Binary]) -> str:
-    return _digest(go_version, operator_modules(), todo)
+    # The main packages we write ourselves (operators/cert-manager) decide their binaries too.
+    sources = [(str(path.relative_to(OPERATORS)), path.read_bytes()) for path in sorted(OPERATORS.rglob("*.go"))]
+    return _digest(go_version, operator_modules(), todo, sources)
 
 
 def _go_build(staging: Path, todo: list[Binary], say: Callable[[str], None]) -> None:

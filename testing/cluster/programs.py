@@ -47,6 +47,7 @@ PROGRAMS: dict[str, Program] = {
     "quay.io/prometheus-operator/admission-webhook": Program(None, stand_in=True),
     "quay.io/metallb/controller": Program("metallb-controller", stand_in=True),
     "quay.io/jetstack/cert-manager-webhook": Program(None, stand_in=True, stand_in_own_ca=True),
+    "quay.io/jetstack/cert-manager-controller": Program("cert-manager-controller"),
     "quay.io/jetstack/cert-manager-cainjector": Program("cert-manager-cainjector"),
 }
 

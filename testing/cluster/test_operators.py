@@ -1,15 +1,20 @@
 """The operators built beside the control plane (binaries.operator_bin_dir()): each program starts and reports the
-release it was built from, and trust-manager, run out of cluster against a test cluster the way its pod runs it,
-reconciles a Bundle into ConfigMaps and reports it Synced."""
+release it was built from; trust-manager, run out of cluster against a test cluster the way its pod runs it,
+reconciles a Bundle into ConfigMaps and reports it Synced; cert-manager's controller (a main of ours over its public
+packages) issues SelfSigned and CA certificates, and its cainjector puts a Certificate's CA in a webhook
+configuration."""
 
 from __future__ import annotations
 
+import base64
 import datetime
+import json
 import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -31,6 +36,9 @@ STARTS = {
     "lws-controller": (["--version"], "{version}"),
     "prometheus-operator": (["--version"], "version {bare}"),
     "metallb-controller": (["--help"], "-namespace"),
+    # Mains of ours over cert-manager's public packages (README.md, "cert-manager"): no version of their own.
+    "cert-manager-controller": (["--help"], "-cluster-resource-namespace"),
+    "cert-manager-cainjector": (["--help"], "-leader-election-namespace"),
 }
 
 
@@ -151,3 +159,105 @@ def test_trust_manager_reconciles_a_bundle(bin_dir: Path, tmp_path: Path) -> Non
             process.terminate()
             process.wait(timeout=30)
             log.close()
+
+
+def _ready_status(cluster: Any, kind: str, name: str, namespace: str | None) -> str:
+    """The status of the Ready condition of an object, or "" while it has none (or does not exist)."""
+    where = ["-n", namespace] if namespace else []
+    got = cluster.kubectl("get", kind, name, *where, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+                          check=False)
+    return got.stdout if got.returncode == 0 else ""
+
+
+def _secret(cluster: Any, name: str, namespace: str) -> dict[str, bytes]:
+    got = cluster.kubectl("get", "secret", name, "-n", namespace, "-o", "json")
+    return {key: base64.b64decode(value) for key, value in (json.loads(got.stdout).get("data") or {}).items()}
+
+
+# What the test applies, one after the other as each is Ready: (kind, name, namespace).
+ISSUED = (("clusterissuer", "selfsigned", None), ("certificate", "root", "cert-manager"),
+          ("clusterissuer", "root", None), ("certificate", "web", "default"))
+
+
+@pytest.mark.slow
+def test_cert_manager_issues_self_signed_and_ca_certificates_and_its_cainjector_injects_the_ca(
+        bin_dir: Path, tmp_path: Path) -> None:
+    """The chart's flags for both containers, run out of cluster with a kubeconfig: a SelfSigned ClusterIssuer signs a
+    CA Certificate, a CA ClusterIssuer over its Secret signs a leaf Certificate for a DNS name, each Ready, the leaf
+    verifying against the CA; a ValidatingWebhookConfiguration annotated cert-manager.io/inject-ca-from the leaf's
+    Certificate gets the CA as its caBundle. The CRDs are those of the cert-manager module the binaries are built
+    from (deploy/crds in the Go module cache)."""
+    module = binaries.module_info(binaries.OPERATORS / "cert-manager", "github.com/cert-manager/cert-manager")
+    crds = Path(module["Dir"]) / "deploy" / "crds"
+    with running_cluster(tmp_path / "cluster", operator_double=False, nodes=1, gpu_nodes=0) as cluster:
+        for kind in ("certificaterequests", "certificates", "clusterissuers", "issuers"):
+            cluster.kubectl("apply", "--server-side", "-f", str(crds / f"cert-manager.io_{kind}.yaml"))
+        cluster.wait_established(*(f"{kind}.cert-manager.io" for kind in
+                                   ("certificaterequests", "certificates", "clusterissuers", "issuers")))
+        cluster.kubectl("create", "namespace", "cert-manager")
+        logs, processes = [], []
+        for name, args in (("cert-manager-controller", ["--v=2", "--cluster-resource-namespace=cert-manager",
+                                                        "--leader-election-namespace=kube-system",
+                                                        "--acme-http01-solver-image=quay.io/jetstack/acmesolver:v1",
+                                                        "--max-concurrent-challenges=60"]),
+                           ("cert-manager-cainjector", ["--v=2", "--leader-election-namespace=kube-system",
+                                                        "--metrics-listen-address=0"])):
+            logs.append((tmp_path / f"{name}.log").open("w"))
+            processes.append(subprocess.Popen([str(bin_dir / name), f"--kubeconfig={cluster.kubeconfig}", *args],
+                                              stdout=logs[-1], stderr=subprocess.STDOUT))
+        try:
+            objects = [
+                {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "selfsigned"},
+                 "spec": {"selfSigned": {}}},
+                {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                 "metadata": {"name": "root", "namespace": "cert-manager"},
+                 "spec": {"isCA": True, "commonName": "test root", "secretName": "root",
+                          "privateKey": {"algorithm": "ECDSA", "size": 256},
+                          "issuerRef": {"name": "selfsigned", "kind": "ClusterIssuer"}}},
+                {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "root"},
+                 "spec": {"ca": {"secretName": "root"}}},
+                {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                 "metadata": {"name": "web", "namespace": "default"},
+                 "spec": {"dnsNames": ["web.default.svc"], "secretName": "web-tls",
+                          "issuerRef": {"name": "root", "kind": "ClusterIssuer"}}},
+                {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                 "metadata": {"name": "web", "annotations": {"cert-manager.io/inject-ca-from": "default/web"}},
+                 "webhooks": [{"name": "web.example.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                               "failurePolicy": "Ignore", "rules": [],
+                               "clientConfig": {"service": {"name": "web", "namespace": "default"}}}]},
+            ]
+            cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+            for kind, name, namespace in ISSUED:
+                _wait(f"{kind} {name} Ready", lambda k=kind, n=name, ns=namespace:
+                      _ready_status(cluster, k, n, ns) == "True", timeout=90)
+            root, web = _secret(cluster, "root", "cert-manager"), _secret(cluster, "web-tls", "default")
+            ca = x509.load_pem_x509_certificate(root["tls.crt"])
+            leaf = x509.load_pem_x509_certificate(web["tls.crt"])
+            assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+            assert leaf.issuer == ca.subject
+            assert leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+                x509.DNSName) == ["web.default.svc"]
+            ca.public_key().verify(leaf.signature, leaf.tbs_certificate_bytes,  # type: ignore[call-arg]
+                                   ec.ECDSA(leaf.signature_hash_algorithm))
+            assert web["ca.crt"] == root["tls.crt"]
+
+            def injected() -> bytes:
+                got = cluster.kubectl("get", "validatingwebhookconfiguration", "web", "-o",
+                                      "jsonpath={.webhooks[0].clientConfig.caBundle}").stdout
+                return base64.b64decode(got) if got else b""
+
+            assert _wait("the caBundle injected", injected) == web["ca.crt"]
+            assert all(process.poll() is None for process in processes), [
+                (tmp_path / f"{name}.log").read_text()[-2000:] for name in ("cert-manager-controller",
+                                                                            "cert-manager-cainjector")]
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=30)
+            for log in logs:
+                log.close()
+    # SIGTERM is a clean stop for both, as for the real programs.
+    assert [process.returncode for process in processes] == [0, 0], [
+        (tmp_path / f"{name}.log").read_text()[-2000:]
+        for name in ("cert-manager-controller", "cert-manager-cainjector")]
